@@ -1,0 +1,96 @@
+#define _GNU_SOURCE
+#include "CRunLoopShims.h"
+
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int crl_errno(void) { return errno; }
+void crl_set_errno(int value) { errno = value; }
+
+int crl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
+  struct epoll_event event;
+  memset(&event, 0, sizeof event);
+  event.events = events;
+  event.data.u64 = data;
+  return epoll_ctl(epfd, op, fd, &event);
+}
+
+// 0 = not probed yet, 1 = epoll_pwait2 works, -1 = kernel lacks it.
+static int pwait2_state = 0;
+
+int crl_epoll_wait(int epfd, struct epoll_event *events, int max_events, int64_t timeout_ns) {
+#ifdef SYS_epoll_pwait2
+  if (__atomic_load_n(&pwait2_state, __ATOMIC_RELAXED) >= 0) {
+    struct timespec ts;
+    struct timespec *tsp = NULL;
+    if (timeout_ns >= 0) {
+      ts.tv_sec = timeout_ns / 1000000000;
+      ts.tv_nsec = timeout_ns % 1000000000;
+      tsp = &ts;
+    }
+    int n = (int)syscall(SYS_epoll_pwait2, epfd, events, max_events, tsp, NULL, 0);
+    if (n >= 0 || errno != ENOSYS) {
+      __atomic_store_n(&pwait2_state, 1, __ATOMIC_RELAXED);
+      return n;
+    }
+    __atomic_store_n(&pwait2_state, -1, __ATOMIC_RELAXED);
+  }
+#endif
+  int timeout_ms = -1;
+  if (timeout_ns >= 0) {
+    int64_t ms = (timeout_ns + 999999) / 1000000;  // round up: never wake before the deadline
+    timeout_ms = ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+  }
+  return epoll_wait(epfd, events, max_events, timeout_ms);
+}
+
+uint64_t crl_epoll_event_data(const struct epoll_event *event) { return event->data.u64; }
+uint32_t crl_epoll_event_events(const struct epoll_event *event) { return event->events; }
+
+int crl_eventfd_create(unsigned int initial) { return eventfd(initial, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int crl_eventfd_write(int fd, uint64_t value) {
+  ssize_t n = write(fd, &value, sizeof value);
+  return n == (ssize_t)sizeof value ? 0 : -1;
+}
+
+int crl_eventfd_read(int fd, uint64_t *value) {
+  ssize_t n = read(fd, value, sizeof *value);
+  return n == (ssize_t)sizeof *value ? 0 : -1;
+}
+
+int crl_timerfd_create(void) { return timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); }
+
+int crl_timerfd_arm_absolute(int fd, int64_t deadline_ns) {
+  struct itimerspec spec;
+  memset(&spec, 0, sizeof spec);
+  if (deadline_ns > 0) {
+    spec.it_value.tv_sec = deadline_ns / 1000000000;
+    spec.it_value.tv_nsec = deadline_ns % 1000000000;
+  }
+  return timerfd_settime(fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+int crl_timerfd_read(int fd, uint64_t *expirations) {
+  ssize_t n = read(fd, expirations, sizeof *expirations);
+  return n == (ssize_t)sizeof *expirations ? 0 : -1;
+}
+
+int64_t crl_monotonic_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+pid_t crl_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+int crl_is_main_thread(void) { return crl_gettid() == getpid(); }
+
+static pthread_t main_thread;
+
+__attribute__((constructor)) static void crl_record_main_thread(void) { main_thread = pthread_self(); }
+
+pthread_t crl_main_thread(void) { return main_thread; }

@@ -1,0 +1,30 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+  name: "RunLoopKit",
+  products: [
+    .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+    .executable(name: "runloop-demo", targets: ["runloop-demo"]),
+  ],
+  targets: [
+    // The kernel interfaces Glibc does not import: epoll, eventfd, timerfd, thread helpers.
+    .target(name: "CRunLoopShims", path: "CShims"),
+    .target(
+      name: "RunLoopKit",
+      dependencies: ["CRunLoopShims"],
+      path: "Sources/RunLoopKit"
+    ),
+    .executableTarget(
+      name: "runloop-demo",
+      dependencies: ["RunLoopKit"],
+      path: "Sources/runloop-demo"
+    ),
+    .testTarget(
+      name: "RunLoopKitTests",
+      dependencies: ["RunLoopKit", "CRunLoopShims"],
+      path: "Tests/RunLoopKitTests"
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

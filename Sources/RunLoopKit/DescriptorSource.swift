@@ -1,0 +1,107 @@
+import CRunLoopShims
+
+/// Fires when a file descriptor becomes readable or writable, or reports an error or a
+/// hang-up. Mirrors a version-1 `CFRunLoopSource` (CF's are Mach ports; here any pollable fd:
+/// pipes, sockets, eventfds, timerfds, signalfds, inotify…), and is what wakes a sleeping loop.
+///
+/// - `error` and `hangUp` are always reported, whatever the interest.
+/// - They are final: after a handler has been told either one, the source stops polling its
+///   descriptor (so a dead fd cannot make the loop spin) until its interest is set again.
+/// - The source does not own the descriptor: close it after removing or invalidating the
+///   source. A source whose fd was closed and whose number was reused never receives the new
+///   file's events (registrations are keyed by a token, not by the fd number).
+/// - The descriptor is polled level-triggered: a readable fd the handler does not drain fires
+///   again on the next pass.
+public final class DescriptorSource: @unchecked Sendable {  // binding.lock / loop lock
+  /// What a descriptor can report.
+  public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let readable = Events(rawValue: 1 << 0)
+    public static let writable = Events(rawValue: 1 << 1)
+    public static let error = Events(rawValue: 1 << 2)
+    public static let hangUp = Events(rawValue: 1 << 3)
+
+    public var description: String {
+      let names: [(Events, String)] = [
+        (.readable, "readable"), (.writable, "writable"), (.error, "error"), (.hangUp, "hangUp"),
+      ]
+      return "[" + names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
+    }
+  }
+
+  public let fileDescriptor: Int32
+  public let order: Int
+  let handler: @Sendable (DescriptorSource, Events) -> Void
+  let binding = ItemBinding(kind: "DescriptorSource")
+  /// Guarded by `binding.lock`.
+  private var storedInterest: Events
+
+  /// One entry per mode this source is registered in. Guarded by the owner loop's lock.
+  var registrations: [DescriptorRegistration] = []
+
+  /// - Parameters:
+  ///   - fileDescriptor: any pollable descriptor; regular files are refused when added.
+  ///   - interest: `.readable`, `.writable` or both (error and hang-up are always reported).
+  ///   - handler: called on the loop's thread with what the descriptor reported.
+  public init(
+    fileDescriptor: Int32,
+    interest: Events = .readable,
+    order: Int = 0,
+    handler: @escaping @Sendable (DescriptorSource, Events) -> Void
+  ) {
+    self.fileDescriptor = fileDescriptor
+    self.storedInterest = interest.intersection([.readable, .writable])
+    self.order = order
+    self.handler = handler
+  }
+
+  public var interest: Events { binding.lock.withLock { storedInterest } }
+
+  /// Changes what the source waits for, in every mode it is in, and resumes polling after a
+  /// hang-up or error was reported. Safe from any thread, including the handler.
+  public func setInterest(_ interest: Events) throws(LoopError) {
+    let value = interest.intersection([.readable, .writable])
+    let owner = binding.lock.withLock { () -> Loop? in
+      if let loop = binding.ownerUnlocked { return loop }
+      storedInterest = value
+      return nil
+    }
+    try owner?.changeInterest(of: self, to: value) { storedInterest = value }
+  }
+
+  public var isValid: Bool { binding.isValid }
+
+  /// Unregisters the source from every mode; its handler is never called again.
+  public func invalidate() {
+    let (wasValid, loop) = binding.invalidate()
+    if wasValid, let loop { loop.detachEverywhere(self) }
+  }
+
+  /// The interest as an epoll mask; the caller must hold `binding.lock`.
+  var epollMaskUnlocked: UInt32 {
+    var mask = CRL_EPOLLRDHUP
+    if storedInterest.contains(.readable) { mask |= CRL_EPOLLIN }
+    if storedInterest.contains(.writable) { mask |= CRL_EPOLLOUT }
+    return mask
+  }
+
+  static func events(fromEpoll mask: UInt32) -> Events {
+    var events: Events = []
+    if mask & CRL_EPOLLIN != 0 { events.insert(.readable) }
+    if mask & CRL_EPOLLOUT != 0 { events.insert(.writable) }
+    if mask & CRL_EPOLLERR != 0 { events.insert(.error) }
+    if mask & (CRL_EPOLLHUP | CRL_EPOLLRDHUP) != 0 { events.insert(.hangUp) }
+    return events
+  }
+}
+
+/// A descriptor source's registration in one mode's epoll set.
+struct DescriptorRegistration {
+  unowned let mode: ModeState
+  let token: UInt64
+  /// True after a hang-up or error was reported: the fd is out of the epoll set until the
+  /// interest is set again.
+  var parked = false
+}

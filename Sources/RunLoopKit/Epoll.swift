@@ -1,0 +1,82 @@
+import CRunLoopShims
+import Glibc
+
+/// One epoll instance. Owns its descriptor and nothing else: what the registrations mean is
+/// the loop's business, this type only speaks to the kernel.
+///
+/// Registrations carry a 64-bit token (never the raw fd) in `epoll_event.data`, so an event
+/// can always be traced back to the registration that asked for it, even after the fd number
+/// has been closed and handed out again.
+final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the loop lock
+  struct Event {
+    var token: UInt64
+    var events: UInt32
+  }
+
+  let fd: Int32
+  private(set) var isClosed = false
+  private var buffer: UnsafeMutablePointer<epoll_event>
+  private let capacity = 64
+
+  init() throws(LoopError) {
+    fd = try Syscall.retryingEINTR("epoll_create1(EPOLL_CLOEXEC)", on: "a new epoll instance") {
+      crl_epoll_create()
+    }
+    buffer = .allocate(capacity: capacity)
+  }
+
+  deinit {
+    close()
+    buffer.deallocate()
+  }
+
+  func add(_ target: Int32, events: UInt32, token: UInt64) throws(LoopError) {
+    try control(CRL_EPOLL_CTL_ADD, "epoll_ctl(ADD)", target, events, token)
+  }
+
+  func modify(_ target: Int32, events: UInt32, token: UInt64) throws(LoopError) {
+    try control(CRL_EPOLL_CTL_MOD, "epoll_ctl(MOD)", target, events, token)
+  }
+
+  /// Removes a registration. A descriptor that was already closed (EBADF) or is no longer
+  /// registered (ENOENT) is not an error here: the kernel drops a registration on its own
+  /// when the last reference to the file goes away.
+  func remove(_ target: Int32) {
+    let result = crl_epoll_ctl(fd, CRL_EPOLL_CTL_DEL, target, 0, 0)
+    precondition(
+      result == 0 || crl_errno() == EBADF || crl_errno() == ENOENT,
+      "epoll_ctl(DEL) on fd \(target) failed with errno \(crl_errno())")
+  }
+
+  private func control(
+    _ op: Int32, _ name: String, _ target: Int32, _ events: UInt32, _ token: UInt64
+  ) throws(LoopError) {
+    try Syscall.retryingEINTR(name, on: "fd \(target)") {
+      crl_epoll_ctl(fd, op, target, events, token)
+    }
+  }
+
+  /// Blocks until at least one registration is ready or `timeoutNanoseconds` passes
+  /// (negative waits forever). Only the owning loop's thread calls this.
+  func wait(timeoutNanoseconds: Int64) throws(LoopError) -> [Event] {
+    let count = try Syscall.retryingEINTR("epoll_pwait2", on: "epoll fd \(fd)") {
+      crl_epoll_wait(fd, buffer, Int32(capacity), timeoutNanoseconds)
+    }
+    var events: [Event] = []
+    events.reserveCapacity(Int(count))
+    for index in 0..<Int(count) {
+      events.append(
+        Event(
+          token: crl_epoll_event_data(buffer + index),
+          events: crl_epoll_event_events(buffer + index))
+      )
+    }
+    return events
+  }
+
+  func close() {
+    guard !isClosed else { return }
+    isClosed = true
+    Glibc.close(fd)
+  }
+}

@@ -1,0 +1,42 @@
+/// Which loop an item (source, timer, observer) belongs to, and whether it is still valid.
+///
+/// CF binds timers and observers to one run loop for life and quietly ignores attempts to
+/// add them to another; RunLoopKit binds every item the same way but throws instead. Every
+/// field is guarded by `lock`, which is a leaf lock: nothing else is ever acquired while it is
+/// held, so taking it inside the loop's lock can never deadlock.
+final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lock`
+  let lock = Lock()
+  private weak var loop: Loop?
+  private var valid = true
+  let kind: String
+
+  init(kind: String) { self.kind = kind }
+
+  var isValid: Bool { lock.withLock { valid } }
+
+  /// `isValid` for callers that already hold `lock`.
+  var isValidUnlocked: Bool { valid }
+
+  var owner: Loop? { lock.withLock { loop } }
+
+  /// `owner` for callers that already hold `lock`.
+  var ownerUnlocked: Loop? { loop }
+
+  /// Binds to `loop` on first use; refuses another loop or an invalidated item.
+  func bind(to target: Loop) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard valid else { throw .invalidated(item: kind) }
+      if let current = loop, current !== target { throw .boundToAnotherLoop(item: kind) }
+      loop = target
+    }
+  }
+
+  /// Marks the item invalid; returns the loop it must be removed from, if any, the first time.
+  func invalidate() -> (wasValid: Bool, loop: Loop?) {
+    lock.withLock {
+      let wasValid = valid
+      valid = false
+      return (wasValid, loop)
+    }
+  }
+}

@@ -1,0 +1,30 @@
+/// A dump of a loop's state, like the description CFRunLoop prints (`CFShow(runLoop)`):
+/// each mode with its manual sources, descriptor sources, timers (next fire) and observers.
+extension Loop: CustomDebugStringConvertible {
+  public var debugDescription: String {
+    lock.withLock {
+      var lines: [String] = []
+      let running = frames.map(\.mode.name).joined(separator: " > ")
+      lines.append(
+        "<Loop thread \(threadID)\(tornDown ? " torn down" : "")> "
+          + "waiting: \(sleeping), running: [\(running)], queued blocks: \(blocks.count)")
+      lines.append(
+        "  common modes: \(commonModeNames.map(\.name)), common items: \(commonItems.count)")
+      for name in modes.keys.sorted(by: { $0.name < $1.name }) {
+        guard let mode = modes[name] else { continue }
+        lines.append("  mode \"\(name)\" (epoll fd \(mode.epoll.fd), timerfd \(mode.timerFD.fd))")
+        let groups: [(String, [any LoopItem])] = [
+          ("manual sources", mode.manualSources),
+          ("descriptor sources", mode.descriptors.sorted { $0.key < $1.key }.map(\.value)),
+          ("timers", mode.timers.entries.sorted { $0.precedes($1) }.map(\.timer)),
+          ("observers", mode.observers),
+        ]
+        for (title, items) in groups {
+          lines.append("    \(title): \(items.count)")
+          lines += items.map { "      " + $0.describeLocked() }
+        }
+      }
+      return lines.joined(separator: "\n")
+    }
+  }
+}

@@ -1,0 +1,257 @@
+/// Adding, removing and finding items, and the common-mode set. Everything here is safe from
+/// any thread. Schedule and cancel callbacks run after the loop's lock is released.
+extension Loop {
+  typealias Callout = () -> Void
+
+  // MARK: Manual sources
+
+  /// Adds a manual source to `mode` (or to every common mode with `.common`) and calls its
+  /// schedule callback once per mode it joins. Adding it again to the same mode does nothing.
+  public func add(_ source: ManualSource, to mode: Mode) throws(LoopError) {
+    try addItem(source, to: mode)
+  }
+  public func remove(_ source: ManualSource, from mode: Mode) { removeItem(source, from: mode) }
+  public func contains(_ source: ManualSource, in mode: Mode) -> Bool {
+    containsItem(source, in: mode)
+  }
+
+  // MARK: Descriptor sources
+
+  /// Registers the source's descriptor in `mode`'s epoll set. Throws (and leaves nothing
+  /// registered in any mode) for a closed or invalid fd, a regular file, or an fd already
+  /// registered in that mode by another source.
+  public func add(_ source: DescriptorSource, to mode: Mode) throws(LoopError) {
+    try addItem(source, to: mode)
+  }
+  public func remove(_ source: DescriptorSource, from mode: Mode) { removeItem(source, from: mode) }
+  public func contains(_ source: DescriptorSource, in mode: Mode) -> Bool {
+    containsItem(source, in: mode)
+  }
+
+  // MARK: Ports
+
+  public func add<Message>(_ port: LoopPort<Message>, to mode: Mode) throws(LoopError) {
+    try addItem(port.source, to: mode)
+  }
+  public func remove<Message>(_ port: LoopPort<Message>, from mode: Mode) {
+    removeItem(port.source, from: mode)
+  }
+  public func contains<Message>(_ port: LoopPort<Message>, in mode: Mode) -> Bool {
+    containsItem(port.source, in: mode)
+  }
+
+  // MARK: Timers
+
+  /// Schedules a timer in `mode`. Throws if the timer belongs to another loop or was invalidated.
+  public func add(_ timer: LoopTimer, to mode: Mode) throws(LoopError) {
+    try addItem(timer, to: mode)
+  }
+  public func remove(_ timer: LoopTimer, from mode: Mode) { removeItem(timer, from: mode) }
+  public func contains(_ timer: LoopTimer, in mode: Mode) -> Bool { containsItem(timer, in: mode) }
+
+  // MARK: Observers
+
+  public func add(_ observer: LoopObserver, to mode: Mode) throws(LoopError) {
+    try addItem(observer, to: mode)
+  }
+  public func remove(_ observer: LoopObserver, from mode: Mode) { removeItem(observer, from: mode) }
+  public func contains(_ observer: LoopObserver, in mode: Mode) -> Bool {
+    containsItem(observer, in: mode)
+  }
+
+  // MARK: Common modes
+
+  /// Adds `mode` to the common-mode set; every item added to `.common` joins it now.
+  /// If an item cannot join (a descriptor that was closed meanwhile), the others still do and
+  /// the first error is thrown.
+  public func addCommonMode(_ name: Mode) throws(LoopError) {
+    var callouts: [Callout] = []
+    var firstError: LoopError?
+    try lock.withLock { () throws(LoopError) in
+      try checkUsableLocked(name)
+      guard !commonModeNames.contains(name) else { return }
+      commonModeNames.append(name)
+      let mode = try modeLocked(name)
+      for item in commonItems where !item.memberModes.contains(where: { $0 === mode }) {
+        do throws(LoopError) {
+          if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
+        } catch {
+          firstError = firstError ?? error
+        }
+      }
+    }
+    for callout in callouts { callout() }
+    if let firstError { throw firstError }
+  }
+
+  /// The modes `.common` stands for; initially just `.default`.
+  public var commonModes: Set<Mode> { lock.withLock { Set(commonModeNames) } }
+
+  /// The earliest pending fire date among the mode's timers (for `.common`, among all common
+  /// modes), or nil when it has none. Timers whose handler is running are not pending.
+  public func nextTimerFireDate(in name: Mode) -> LoopClock.Instant? {
+    lock.withLock {
+      let names = name == .common ? commonModeNames : [name]
+      return names.compactMap { modes[$0]?.timers.earliest?.fireDate }.min()
+    }
+  }
+
+  // MARK: - The shared implementation
+
+  private func addItem(_ item: some LoopItem, to name: Mode) throws(LoopError) {
+    var callouts: [Callout] = []
+    try lock.withLock { () throws(LoopError) in
+      guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
+      guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+      try item.binding.bind(to: self)
+      if name == .common {
+        guard !commonItems.contains(where: { $0 === item }) else { return }
+        callouts = try attachAllOrNoneLocked(item, to: commonModeNames)
+        commonItems.append(item)
+      } else {
+        callouts = try attachAllOrNoneLocked(item, to: [name])
+      }
+    }
+    for callout in callouts { callout() }
+  }
+
+  /// Joins every listed mode, or none: if one fails, those already joined are left again.
+  private func attachAllOrNoneLocked(
+    _ item: some LoopItem, to names: [Mode]
+  ) throws(LoopError) -> [Callout] {
+    var joined: [ModeState] = []
+    var callouts: [Callout] = []
+    do throws(LoopError) {
+      for name in names {
+        let mode = try modeLocked(name)
+        if item.memberModes.contains(where: { $0 === mode }) { continue }
+        if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
+        joined.append(mode)
+      }
+    } catch {
+      // No schedule callback has run yet, so leaving needs no cancel callback either.
+      for mode in joined { _ = item.detachLocked(from: mode, of: self) }
+      throw error
+    }
+    return callouts
+  }
+
+  private func removeItem(_ item: some LoopItem, from name: Mode) {
+    let callouts = lock.withLock { () -> [Callout] in
+      guard item.binding.owner === self else { return [] }
+      var targets: [ModeState]
+      if name == .common {
+        commonItems.removeAll { $0 === item }
+        targets = commonModeNames.compactMap { modes[$0] }
+      } else {
+        targets = modes[name].map { [$0] } ?? []
+      }
+      targets = targets.filter { mode in item.memberModes.contains { $0 === mode } }
+      return targets.compactMap { item.detachLocked(from: $0, of: self) }
+    }
+    for callout in callouts { callout() }
+  }
+
+  private func containsItem(_ item: some LoopItem, in name: Mode) -> Bool {
+    lock.withLock {
+      if name == .common { return commonItems.contains { $0 === item } }
+      guard let mode = modes[name] else { return false }
+      return item.memberModes.contains { $0 === mode }
+    }
+  }
+
+  /// Removes an invalidated item from every mode and from the common items.
+  func detachEverywhere(_ item: some LoopItem) {
+    let callouts = lock.withLock { () -> [Callout] in
+      commonItems.removeAll { $0 === item }
+      return item.memberModes.compactMap { item.detachLocked(from: $0, of: self) }
+    }
+    for callout in callouts { callout() }
+  }
+
+  /// Applies a change to a timer's fire date or tolerance and re-keys it in every heap.
+  func reschedule(_ timer: LoopTimer, _ change: () -> Void) {
+    lock.withLock {
+      let schedule = timer.binding.lock.withLock {
+        change()
+        return timer.scheduleUnlocked
+      }
+      for slot in timer.slots where slot.index != nil {
+        slot.heap.update(timer, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
+        slot.mode.rearmTimer()
+      }
+    }
+  }
+
+  /// Applies a new interest to every registration of a descriptor source, un-parking it.
+  func changeInterest(
+    of source: DescriptorSource, to interest: DescriptorSource.Events, _ change: () -> Void
+  ) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      let mask = source.binding.lock.withLock {
+        change()
+        return source.epollMaskUnlocked
+      }
+      for index in source.registrations.indices {
+        let registration = source.registrations[index]
+        let mode = registration.mode
+        guard mode.tokenForDescriptor[source.fileDescriptor] == registration.token else { continue }
+        if registration.parked {
+          try mode.epoll.add(source.fileDescriptor, events: mask, token: registration.token)
+          source.registrations[index].parked = false
+        } else {
+          try mode.epoll.modify(source.fileDescriptor, events: mask, token: registration.token)
+        }
+      }
+    }
+  }
+
+  /// The state of a mode, created (with its epoll set and timerfd) on first use.
+  func modeLocked(_ name: Mode) throws(LoopError) -> ModeState {
+    if let mode = modes[name] { return mode }
+    try checkUsableLocked(name)
+    let mode = try ModeState(mode: name, wakeFD: wakeFD)
+    modes[name] = mode
+    return mode
+  }
+
+  private func checkUsableLocked(_ name: Mode) throws(LoopError) {
+    guard !name.name.isEmpty, name != .common else { throw .invalidMode(name: name.name) }
+    guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+  }
+
+  // MARK: - Teardown
+
+  /// Called on the owning thread as it exits: cancels manual sources, unregisters descriptors,
+  /// drops timers and observers, and closes every descriptor the loop opened. Blocks still
+  /// queued are discarded; `perform` throws from now on, so no new block is lost silently.
+  func tearDown() {
+    let callouts = lock.withLock { () -> [Callout] in
+      tornDown = true
+      var callouts: [Callout] = []
+      for mode in modes.values {
+        let items: [any LoopItem] =
+          mode.manualSources + Array(mode.descriptors.values) + mode.timers.entries.map(\.timer)
+          + mode.observers
+        for item in items {
+          if let callout = item.detachLocked(from: mode, of: self) { callouts.append(callout) }
+        }
+        mode.close()
+      }
+      modes = [:]
+      commonItems = []
+      blocks = []
+      wakeFD.close()
+      return callouts
+    }
+    for callout in callouts { callout() }
+  }
+
+  /// The loop's own descriptors (wake-up eventfd, and each mode's epoll fd and timerfd), for
+  /// tests that check teardown closes them.
+  var ownedDescriptors: [Int32] {
+    lock.withLock {
+      [wakeFD.fd] + modes.values.flatMap { [$0.epoll.fd, $0.timerFD.fd] }
+    }
+  }
+}

@@ -1,0 +1,267 @@
+import CRunLoopShims
+import Glibc
+
+/// A thread's run loop. Mirrors `CFRunLoop`: one per thread, created on first use by
+/// `Loop.current`, run in named modes, fed by manual sources (source0), descriptor sources
+/// (source1), ports, timers and perform blocks, and watched by observers.
+///
+/// Differences from CF:
+/// - It sleeps in `epoll_wait` on the mode's own epoll set (one per mode) instead of
+///   `mach_msg` on a port set; its wake-up port is an eventfd.
+/// - `perform(in:_:)` wakes the loop (CFRunLoopPerformBlock does not), and throws once the
+///   loop's thread has exited instead of dropping the block.
+/// - Adding an item to a second loop, or a bad descriptor, throws instead of being ignored.
+/// - `.common` items and the common-mode set work as in CF; `.common` is never run itself.
+///
+/// Threading: `run` only on the loop's own thread (anything else traps, as in CF). Every other
+/// call is safe from any thread. Callbacks run with no lock held, so they may add, remove or
+/// invalidate anything, stop the loop, or run it again (a nested run).
+public final class Loop: @unchecked Sendable {  // every mutable field is guarded by `lock`
+  let thread: pthread_t
+  /// The kernel thread id of the owner, for messages.
+  let threadID: pid_t
+  let lock = Lock()
+  /// The loop's wake-up port, registered in every mode's epoll set.
+  let wakeFD: EventFD
+
+  // MARK: State guarded by `lock`
+
+  var modes: [Mode: ModeState] = [:]
+  var commonModeNames: [Mode] = [.default]
+  /// Items added to `.common`; every mode later added to the common set receives them.
+  var commonItems: [any LoopItem] = []
+  var blocks: [QueuedBlock] = []
+  /// One frame per active `run` call, innermost last.
+  var frames: [RunFrame] = []
+  /// True while the loop thread is (about to be) blocked in `epoll_wait`.
+  var sleeping = false
+  /// A wake-up arrived while the loop was busy: its next wait must not block.
+  var wakeRequested = false
+  /// The eventfd has been written and not yet drained; further wakes need no syscall.
+  var wakeWritten = false
+  /// Set when the owning thread exited and the loop let go of its items and descriptors.
+  var tornDown = false
+  /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
+  var nextToken: UInt64 = 3
+  /// How many times the wake-up eventfd was written: the cost the wake coalescing saves.
+  var wakeWrites: UInt64 = 0
+
+  struct RunFrame {
+    let mode: Mode
+    var stopRequested = false
+  }
+
+  struct QueuedBlock {
+    let modes: [Mode]
+    let block: @Sendable () -> Void
+  }
+
+  init(thread: pthread_t, threadID: pid_t) {
+    self.thread = thread
+    self.threadID = threadID
+    do {
+      wakeFD = try EventFD()
+    } catch {
+      fatalError("RunLoopKit could not create the wake-up eventfd of a loop: \(error)")
+    }
+  }
+
+  // MARK: - Getting a loop
+
+  /// The calling thread's loop, created the first time a thread asks. It is torn down when
+  /// the thread exits: manual sources are cancelled, descriptors unregistered, fds closed.
+  public static var current: Loop { LoopRegistry.shared.current() }
+
+  /// The main thread's loop, from any thread.
+  public static var main: Loop { LoopRegistry.shared.main() }
+
+  // MARK: - Running
+
+  /// Runs the loop in `mode` until `duration` has passed, it is stopped, the mode is empty,
+  /// or (optionally) a source has been handled. A zero duration does exactly one pass and
+  /// never sleeps. Call only on the loop's own thread.
+  @discardableResult
+  public func run(
+    in mode: Mode = .default, for duration: Duration, returnAfterSourceHandled: Bool = false
+  ) -> RunResult {
+    let deadline = LoopClock.Instant.now.advanced(by: max(duration, .zero))
+    return runMode(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
+  }
+
+  /// Runs the loop in `mode` until `deadline`, or until stopped, empty or a source is handled.
+  @discardableResult
+  public func run(
+    in mode: Mode = .default, until deadline: LoopClock.Instant,
+    returnAfterSourceHandled: Bool = false
+  ) -> RunResult {
+    runMode(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
+  }
+
+  /// Runs the loop in `mode` with no deadline: until stopped, empty or a source is handled.
+  @discardableResult
+  public func run(in mode: Mode, returnAfterSourceHandled: Bool = false) -> RunResult {
+    runMode(mode, until: nil, returnAfterSourceHandled: returnAfterSourceHandled)
+  }
+
+  /// Runs the default mode over and over until a run returns `.stopped` or `.finished`
+  /// (CFRunLoopRun). Returns at once if the default mode is empty.
+  public func run() {
+    while true {
+      let result = runMode(.default, until: nil, returnAfterSourceHandled: false)
+      if result == .stopped || result == .finished { return }
+    }
+  }
+
+  private func runMode(
+    _ name: Mode, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool
+  ) -> RunResult {
+    requireOwnThread(for: "run(in: \(name))")
+    // An empty (or missing) mode returns at once without telling any observer, as in CF.
+    guard let mode = lock.withLock({ liveModeLocked(name) }) else { return .finished }
+    lock.withLock { frames.append(RunFrame(mode: name)) }
+    notifyObservers(.entry, in: mode)
+    let result = iterate(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
+    notifyObservers(.exit, in: mode)
+    lock.withLock { _ = frames.popLast() }
+    return result
+  }
+
+  /// The body of a run: one pass per turn of the loop, in CFRunLoop's order.
+  private func iterate(
+    _ mode: ModeState, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool
+  ) -> RunResult {
+    // A stop requested by an entry observer ends the run before its first pass.
+    if takeStopRequest() { return .stopped }
+    while true {
+      beginPass()
+      notifyObservers(.beforeTimers, in: mode)
+      notifyObservers(.beforeSources, in: mode)
+      performBlocks(in: mode)
+      var sourceHandled = performManualSources(in: mode, onlyOne: returnAfterSourceHandled)
+      if sourceHandled { performBlocks(in: mode) }
+
+      // Work was done, time is up, or the mode emptied (nothing of its own could ever wake
+      // it): look at the kernel without sleeping.
+      let poll =
+        sourceHandled || deadline.map { $0 <= .now } == true
+        || lock.withLock { isEmptyLocked(mode) }
+      if !poll { notifyObservers(.beforeWaiting, in: mode) }
+      let woke = waitForEvents(in: mode, until: deadline, poll: poll)
+      if !poll { notifyObservers(.afterWaiting, in: mode) }
+
+      if woke.timerExpired { fireTimers(in: mode) }
+      if !(sourceHandled && returnAfterSourceHandled) {
+        let handled = handleDescriptors(woke.ready, in: mode, onlyOne: returnAfterSourceHandled)
+        sourceHandled = sourceHandled || handled
+      }
+      performBlocks(in: mode)
+
+      if sourceHandled && returnAfterSourceHandled { return .handledSource }
+      if let deadline, deadline <= .now { return .timedOut }
+      if takeStopRequest() { return .stopped }
+      if lock.withLock({ isEmptyLocked(mode) }) { return .finished }
+    }
+  }
+
+  // MARK: - Stopping and waking
+
+  /// Ends the innermost active `run` (it returns `.stopped`); wakes the loop if it sleeps.
+  /// A stop while the loop is not running is dropped, as in CF. Safe from any thread.
+  public func stop() {
+    lock.withLock {
+      guard !frames.isEmpty else { return }
+      frames[frames.count - 1].stopRequested = true
+      requestWakeLocked()
+    }
+  }
+
+  /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy, its next
+  /// wait returns at once instead. Safe from any thread.
+  public func wakeUp() {
+    lock.withLock { requestWakeLocked() }
+  }
+
+  /// True while the loop's thread is blocked in the kernel waiting for something to happen;
+  /// false inside every callback.
+  public var isWaiting: Bool { lock.withLock { sleeping } }
+
+  /// The mode of the innermost active run, or nil when the loop is not running.
+  public var currentMode: Mode? { lock.withLock { frames.last?.mode } }
+
+  /// Queues `block` to run on the loop's thread the next time it runs in one of `modes`
+  /// (`.common` means every mode in the common set), and wakes the loop. Blocks run in the
+  /// order they were queued. Throws if the loop was torn down (its thread exited), so a block
+  /// is never dropped without the caller knowing.
+  public func perform(
+    in modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void
+  ) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+      blocks.append(QueuedBlock(modes: modes, block: block))
+      requestWakeLocked()
+    }
+  }
+
+  /// Posters write the eventfd only when the loop sleeps and no write is pending yet; a busy
+  /// loop is told with a flag instead, which its next wait checks. So a burst of posts to a
+  /// busy loop costs no syscalls, and one to a sleeping loop costs exactly one.
+  func requestWakeLocked() {
+    guard !tornDown else { return }
+    guard sleeping else {
+      wakeRequested = true
+      return
+    }
+    guard !wakeWritten else { return }
+    do {
+      try wakeFD.signal()
+    } catch {
+      preconditionFailure("waking loop of thread \(threadID) failed: \(error)")
+    }
+    wakeWritten = true
+    wakeWrites += 1
+  }
+
+  // MARK: - Helpers for the run path
+
+  func requireOwnThread(for operation: String) {
+    if pthread_equal(pthread_self(), thread) != 0 { return }
+    fatalError(
+      """
+      RunLoopKit: Loop.\(operation) was called on thread \(crl_gettid()), but this loop belongs \
+      to thread \(threadID). A loop can only be run by its own thread: use Loop.current on \
+      this thread, or send the work to that loop's thread with loop.perform { … }.
+      """)
+  }
+
+  /// The mode's state if it exists and has something to run; nil otherwise.
+  func liveModeLocked(_ name: Mode) -> ModeState? {
+    guard !tornDown, name != .common, !name.name.isEmpty else { return nil }
+    if let mode = modes[name] { return isEmptyLocked(mode) ? nil : mode }
+    // Queued blocks alone keep a mode alive, even one nothing was ever added to.
+    guard blocks.contains(where: { appliesLocked($0, to: name) }) else { return nil }
+    return try? modeLocked(name)
+  }
+
+  func isEmptyLocked(_ mode: ModeState) -> Bool {
+    if tornDown { return true }
+    if mode.hasSourcesOrTimers { return false }
+    return !blocks.contains { appliesLocked($0, to: mode.mode) }
+  }
+
+  func appliesLocked(_ block: QueuedBlock, to mode: Mode) -> Bool {
+    block.modes.contains { $0 == mode || ($0 == .common && commonModeNames.contains(mode)) }
+  }
+
+  private func takeStopRequest() -> Bool {
+    lock.withLock {
+      guard let last = frames.indices.last, frames[last].stopRequested else { return false }
+      frames[last].stopRequested = false
+      return true
+    }
+  }
+
+  /// A wake-up requested before this point is answered by the pass that starts now.
+  private func beginPass() {
+    lock.withLock { wakeRequested = false }
+  }
+}

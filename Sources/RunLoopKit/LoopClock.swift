@@ -1,0 +1,61 @@
+import CRunLoopShims
+
+/// The monotonic clock every RunLoopKit deadline is measured on: CLOCK_MONOTONIC, the same
+/// clock the mode timerfds are armed on, so a fire date means the same instant to Swift and
+/// to the kernel.
+///
+/// Mirrors CFRunLoop's use of `mach_absolute_time` (CFAbsoluteTime appears only at the API
+/// edge there); unlike CF there is no wall-clock conversion: fire dates never jump when the
+/// system time is changed.
+public struct LoopClock: Clock, Sendable {
+  /// A point on CLOCK_MONOTONIC, in nanoseconds since an unspecified boot-time origin.
+  public struct Instant: InstantProtocol, Hashable, Sendable, CustomStringConvertible {
+    public var nanoseconds: Int64
+
+    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+
+    /// Later than any instant a program will reach; arithmetic saturates there.
+    public static let distantFuture = Instant(nanoseconds: .max)
+
+    public static var now: Instant { Instant(nanoseconds: crl_monotonic_now_ns()) }
+
+    public func advanced(by duration: Duration) -> Instant {
+      let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.saturatedNanoseconds)
+      if overflow { return Instant(nanoseconds: duration > .zero ? .max : .min) }
+      return Instant(nanoseconds: sum)
+    }
+
+    public func duration(to other: Instant) -> Duration {
+      .nanoseconds(other.nanoseconds &- nanoseconds)
+    }
+
+    public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+
+    public var description: String {
+      let delta = Instant.now.duration(to: self)
+      return "monotonic \(nanoseconds) ns (now \(delta >= .zero ? "+" : "")\(delta))"
+    }
+  }
+
+  public init() {}
+
+  public var now: Instant { .now }
+
+  public var minimumResolution: Duration { .nanoseconds(1) }
+
+  public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+    let remaining = Instant.now.duration(to: deadline)
+    if remaining > .zero { try await Task.sleep(for: remaining) }
+  }
+}
+
+extension Duration {
+  /// Whole nanoseconds, clamped to Int64 so arithmetic on huge durations saturates.
+  var saturatedNanoseconds: Int64 {
+    let (seconds, attoseconds) = components
+    let limit = Int64.max / 1_000_000_000
+    if seconds >= limit { return .max }
+    if seconds <= -limit { return .min }
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+  }
+}

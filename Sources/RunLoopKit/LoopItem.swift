@@ -1,0 +1,115 @@
+/// What the loop needs from anything that can be scheduled in a mode (manual and descriptor
+/// sources, timers, observers): its binding, the modes it is in, and how to join or leave one.
+/// `attachLocked`/`detachLocked` run with the loop's lock held; the callouts they return
+/// (a manual source's schedule/cancel callbacks) run after it is released.
+protocol LoopItem: AnyObject, Sendable {
+  var binding: ItemBinding { get }
+  var memberModes: [ModeState] { get }
+  func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout?
+  func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout?
+  /// A line for the loop's debug description.
+  func describeLocked() -> String
+}
+
+extension ManualSource: LoopItem {
+  var memberModes: [ModeState] { modes }
+
+  func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    mode.manualSources.append(self)
+    modes.append(mode)
+    guard let scheduleCallback else { return nil }
+    let name = mode.mode
+    return { scheduleCallback(loop, name) }
+  }
+
+  func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
+    mode.manualSources.removeAll { $0 === self }
+    modes.removeAll { $0 === mode }
+    guard let cancelCallback else { return nil }
+    let name = mode.mode
+    return { cancelCallback(loop, name) }
+  }
+
+  func describeLocked() -> String {
+    "ManualSource(order: \(order), signalled: \(isSignalled), valid: \(isValid))"
+  }
+}
+
+extension LoopObserver: LoopItem {
+  var memberModes: [ModeState] { modes }
+
+  func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    mode.insertObserver(self)
+    modes.append(mode)
+    return nil
+  }
+
+  func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
+    mode.removeObserver(self)
+    modes.removeAll { $0 === mode }
+    return nil
+  }
+
+  func describeLocked() -> String {
+    "LoopObserver(activities: \(activities), order: \(order), repeats: \(repeats), valid: \(isValid))"
+  }
+}
+
+extension LoopTimer: LoopItem {
+  var memberModes: [ModeState] { slots.map(\.mode) }
+
+  func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    let schedule = binding.lock.withLock { scheduleUnlocked }
+    mode.timers.insert(self, in: mode, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
+    mode.timerCount += 1
+    mode.rearmTimer()
+    return nil
+  }
+
+  func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
+    mode.timers.remove(self)
+    mode.timerCount -= 1
+    mode.rearmTimer()
+    return nil
+  }
+
+  func describeLocked() -> String {
+    let repeating = interval.map { "every \($0)" } ?? "once"
+    return
+      "LoopTimer(next fire: \(fireDate), \(repeating), tolerance: \(tolerance), valid: \(isValid))"
+  }
+}
+
+extension DescriptorSource: LoopItem {
+  var memberModes: [ModeState] { registrations.map(\.mode) }
+
+  func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    let token = loop.nextToken
+    let mask = binding.lock.withLock { epollMaskUnlocked }
+    try mode.epoll.add(fileDescriptor, events: mask, token: token)
+    loop.nextToken += 1
+    mode.descriptors[token] = self
+    mode.tokenForDescriptor[fileDescriptor] = token
+    registrations.append(DescriptorRegistration(mode: mode, token: token))
+    return nil
+  }
+
+  func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
+    guard let index = registrations.firstIndex(where: { $0.mode === mode }) else { return nil }
+    let registration = registrations.remove(at: index)
+    mode.descriptors[registration.token] = nil
+    // Only unregister the fd number if it is still ours: after close and reuse it may now
+    // belong to a newer source, and epoll_ctl(DEL) would silently remove that one instead.
+    if mode.tokenForDescriptor[fileDescriptor] == registration.token {
+      mode.tokenForDescriptor[fileDescriptor] = nil
+      if !registration.parked { mode.epoll.remove(fileDescriptor) }
+    }
+    return nil
+  }
+
+  func describeLocked() -> String {
+    let parked = registrations.contains { $0.parked } ? ", parked after hang-up/error" : ""
+    return
+      "DescriptorSource(fd: \(fileDescriptor), interest: \(interest), order: \(order)\(parked))"
+  }
+}

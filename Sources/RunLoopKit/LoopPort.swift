@@ -1,0 +1,93 @@
+/// A typed message queue that wakes its loop: the Linux stand-in for a Mach port
+/// (`CFMachPort`/`NSMachPort`) used as a run loop source.
+///
+/// `send(_:)` appends a message and, when the queue was idle, writes the port's own eventfd;
+/// that fd sits in the loop's epoll sets like any descriptor source, so a send wakes a
+/// sleeping loop and the handler receives every message, in the order sent, on the loop's
+/// thread. A burst of sends costs one eventfd write. Handling a port counts as handling a
+/// source (it is a version-1 source).
+///
+/// Differences from CF: the messages are Swift values rather than Mach messages, and a port
+/// added to a loop stays there until removed or invalidated even when you drop your
+/// reference, which makes `LoopPort<Never>` the library's "keep the thread alive" source.
+public final class LoopPort<Message: Sendable>: Sendable {
+  let mailbox: PortMailbox<Message>
+  let source: DescriptorSource
+
+  /// - Parameter handler: called on the loop's thread with each message, in order.
+  public init(order: Int = 0, handler: @escaping @Sendable (Message) -> Void) throws(LoopError) {
+    let mailbox = try PortMailbox<Message>()
+    self.mailbox = mailbox
+    self.source = DescriptorSource(
+      fileDescriptor: mailbox.eventFD.fd, interest: .readable, order: order
+    ) {
+      _, _ in
+      for message in mailbox.takeAll() { handler(message) }
+    }
+  }
+
+  /// Queues a message and wakes the loop. Safe from any thread. Throws once the port was
+  /// invalidated, so a message is never dropped without the sender knowing.
+  public func send(_ message: Message) throws(LoopError) {
+    try mailbox.post(message)
+  }
+
+  public var isValid: Bool { source.isValid }
+
+  /// Removes the port from every mode and closes its eventfd. Returns the messages that were
+  /// sent but not yet delivered, so the caller decides what happens to them.
+  @discardableResult
+  public func invalidate() -> [Message] {
+    source.invalidate()
+    return mailbox.close()
+  }
+
+  /// Messages sent and not yet handled.
+  public var pendingCount: Int { mailbox.pendingCount }
+}
+
+/// The port's queue and eventfd, shared by the port handle and the descriptor source's
+/// handler so the loop keeps it alive for as long as the port is scheduled.
+final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by `lock`
+  let eventFD: EventFD
+  private let lock = Lock()
+  private var queue: [Message] = []
+  private var signalled = false
+  private var closed = false
+
+  init() throws(LoopError) {
+    eventFD = try EventFD()
+  }
+
+  func post(_ message: Message) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard !closed else { throw .invalidated(item: "LoopPort") }
+      queue.append(message)
+      // One eventfd write per idle-to-busy transition; the handler drains everything.
+      guard !signalled else { return }
+      try eventFD.signal()
+      signalled = true
+    }
+  }
+
+  func takeAll() -> [Message] {
+    lock.withLock {
+      guard !closed else { return [] }
+      _ = try? eventFD.drain()
+      signalled = false
+      defer { queue.removeAll() }
+      return queue
+    }
+  }
+
+  var pendingCount: Int { lock.withLock { queue.count } }
+
+  func close() -> [Message] {
+    lock.withLock {
+      closed = true
+      eventFD.close()
+      defer { queue.removeAll() }
+      return queue
+    }
+  }
+}

@@ -1,0 +1,58 @@
+import CRunLoopShims
+import Glibc
+
+/// Which loop belongs to which thread. Mirrors CF's `__CFRunLoops` dictionary plus its TSD
+/// slot: a table keyed by pthread for `Loop.main` (which another thread may ask for first),
+/// and a pthread key whose destructor tears a loop down when its thread exits.
+final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
+  static let shared = LoopRegistry()
+
+  private let lock = Lock()
+  private var loops: [pthread_t: Loop] = [:]
+  private let key: pthread_key_t
+
+  private init() {
+    var key = pthread_key_t()
+    let result = pthread_key_create(&key) { value in
+      // Runs on the exiting thread: the value is the retained loop stored by `current()`.
+      guard let value else { return }
+      let loop = Unmanaged<Loop>.fromOpaque(value).takeRetainedValue()
+      LoopRegistry.shared.forget(loop)
+      loop.tearDown()
+    }
+    precondition(result == 0, "pthread_key_create failed with \(result)")
+    self.key = key
+  }
+
+  func current() -> Loop {
+    if let stored = pthread_getspecific(key) {
+      return Unmanaged<Loop>.fromOpaque(stored).takeUnretainedValue()
+    }
+    let me = pthread_self()
+    let loop = lock.withLock { () -> Loop in
+      if let existing = loops[me] { return existing }
+      let created = Loop(thread: me, threadID: crl_gettid())
+      loops[me] = created
+      return created
+    }
+    pthread_setspecific(key, Unmanaged.passRetained(loop).toOpaque())
+    return loop
+  }
+
+  func main() -> Loop {
+    if crl_is_main_thread() != 0 { return current() }
+    let mainThread = crl_main_thread()
+    return lock.withLock {
+      if let existing = loops[mainThread] { return existing }
+      let created = Loop(thread: mainThread, threadID: getpid())
+      loops[mainThread] = created
+      return created
+    }
+  }
+
+  private func forget(_ loop: Loop) {
+    lock.withLock {
+      if loops[loop.thread] === loop { loops[loop.thread] = nil }
+    }
+  }
+}

@@ -1,0 +1,85 @@
+/// A source that fires when someone signals it. Mirrors a version-0 `CFRunLoopSource`:
+/// `signal()` marks it ready but, exactly as in CF, does not wake a sleeping loop; call
+/// `Loop.wakeUp()` afterwards, or use `signalAndWake()`.
+///
+/// Differences from CF: callbacks are Swift closures instead of a context struct; the
+/// source is bound to the first loop it is added to (CF lets a version-0 source join several
+/// loops); adding it to a second loop throws.
+public final class ManualSource: @unchecked Sendable {  // state under binding.lock / the loop lock
+  /// Lower orders are performed first when several sources are signalled.
+  public let order: Int
+  let scheduleCallback: (@Sendable (Loop, Loop.Mode) -> Void)?
+  let cancelCallback: (@Sendable (Loop, Loop.Mode) -> Void)?
+  let performCallback: @Sendable () -> Void
+
+  let binding = ItemBinding(kind: "ManualSource")
+  /// Guarded by `binding.lock`.
+  private var signalled = false
+  /// Guarded by `binding.lock`: when it was signalled, to keep equal orders first-come first-served.
+  private(set) var signalSequence: UInt64 = 0
+  /// The modes this source is in. Guarded by the owner loop's lock.
+  var modes: [ModeState] = []
+
+  /// - Parameters:
+  ///   - order: lower orders are performed first (CF's `order`).
+  ///   - schedule: called on the adding thread each time the source joins a mode.
+  ///   - cancel: called each time it leaves a mode (removal, invalidation, loop teardown).
+  ///   - perform: called on the loop's thread when the source is performed.
+  public init(
+    order: Int = 0,
+    schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+    cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+    perform: @escaping @Sendable () -> Void
+  ) {
+    self.order = order
+    self.scheduleCallback = schedule
+    self.cancelCallback = cancel
+    self.performCallback = perform
+  }
+
+  /// Marks the source ready to be performed on the loop's next pass. Safe from any thread.
+  /// Does not wake the loop. Signalling an already signalled source keeps its original place
+  /// in line; signalling an invalid source does nothing.
+  public func signal() {
+    binding.lock.withLock {
+      guard isValidLocked, !signalled else { return }
+      signalled = true
+      signalSequence = SignalClock.next()
+    }
+  }
+
+  /// `signal()` followed by a wake-up of the loop the source belongs to.
+  public func signalAndWake() {
+    signal()
+    binding.owner?.wakeUp()
+  }
+
+  public var isSignalled: Bool { binding.lock.withLock { signalled } }
+
+  public var isValid: Bool { binding.isValid }
+
+  /// Removes the source from every mode (calling `cancel` for each) and ignores later signals.
+  public func invalidate() {
+    let (wasValid, loop) = binding.invalidate()
+    binding.lock.withLock { signalled = false }
+    if wasValid, let loop { loop.detachEverywhere(self) }
+  }
+
+  private var isValidLocked: Bool {
+    // Called with binding.lock held; ItemBinding's own accessor would re-lock.
+    binding.isValidUnlocked
+  }
+
+  /// Clears the signal if set; returns whether the source should be performed now.
+  func consumeSignal() -> Bool {
+    binding.lock.withLock {
+      guard signalled, binding.isValidUnlocked else { return false }
+      signalled = false
+      return true
+    }
+  }
+
+  var signalKey: (signalled: Bool, sequence: UInt64) {
+    binding.lock.withLock { (signalled, signalSequence) }
+  }
+}

@@ -1,0 +1,72 @@
+import CRunLoopShims
+
+/// Everything one mode of one loop holds: its items, its epoll set and its timerfd.
+///
+/// Each mode has its own epoll instance so running in mode M sleeps on exactly M's
+/// descriptors and M's timer: "sources of other modes don't fire" falls out of the kernel
+/// rather than being a filter. The loop's wake-up eventfd is registered in every mode's set.
+/// Guarded by the owning loop's lock.
+final class ModeState {
+  /// epoll tokens reserved for the loop's own descriptors; sources get tokens above these.
+  static let wakeToken: UInt64 = 1
+  static let timerToken: UInt64 = 2
+
+  let mode: Loop.Mode
+  let epoll: Epoll
+  let timerFD: TimerFD
+
+  var manualSources: [ManualSource] = []
+  /// Registered descriptor sources, by epoll token.
+  var descriptors: [UInt64: DescriptorSource] = [:]
+  /// Which token currently owns each fd number in this epoll set. Needed because epoll
+  /// identifies a registration by fd number on removal: if a source's fd was closed and the
+  /// number reused by a newer source, removing the old source must not unregister the new one.
+  var tokenForDescriptor: [Int32: UInt64] = [:]
+  let timers = TimerHeap()
+  /// Sorted by order; equal orders keep the order they were added in.
+  var observers: [LoopObserver] = []
+  /// Union of every observer's activities, so an iteration skips notifying when nobody listens.
+  var observedActivities: Loop.Activity = []
+
+  init(mode: Loop.Mode, wakeFD: EventFD) throws(LoopError) {
+    self.mode = mode
+    epoll = try Epoll()
+    timerFD = try TimerFD()
+    try epoll.add(wakeFD.fd, events: CRL_EPOLLIN, token: ModeState.wakeToken)
+    try epoll.add(timerFD.fd, events: CRL_EPOLLIN, token: ModeState.timerToken)
+  }
+
+  /// Sources and timers keep a mode alive; observers do not (as in CF). Queued blocks are
+  /// checked by the loop, which owns the queue.
+  var hasSourcesOrTimers: Bool {
+    !manualSources.isEmpty || !descriptors.isEmpty || timerCount > 0
+  }
+
+  /// Timers in this mode, counting those taken out of the heap while their handler runs.
+  var timerCount = 0
+
+  func insertObserver(_ observer: LoopObserver) {
+    let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex
+    observers.insert(observer, at: index)
+    observedActivities.formUnion(observer.activities)
+  }
+
+  func removeObserver(_ observer: LoopObserver) {
+    observers.removeAll { $0 === observer }
+    observedActivities = observers.reduce(into: []) { $0.formUnion($1.activities) }
+  }
+
+  /// Re-arms the timerfd for the current earliest wake deadline (or disarms it).
+  func rearmTimer() {
+    do {
+      try timerFD.arm(at: timers.wakeDeadline())
+    } catch {
+      preconditionFailure("re-arming the timer of mode \(mode) failed: \(error)")
+    }
+  }
+
+  func close() {
+    epoll.close()
+    timerFD.close()
+  }
+}

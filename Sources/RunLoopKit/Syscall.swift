@@ -1,0 +1,40 @@
+import CRunLoopShims
+import Glibc
+
+/// The one place that turns the C convention (-1 and errno) into thrown `SystemError`s.
+///
+/// Every syscall RunLoopKit makes goes through `retryingEINTR`, so a signal arriving while a
+/// thread is blocked in the kernel never surfaces as a spurious failure: EINTR only means
+/// "ask again".
+enum Syscall {
+  @discardableResult
+  static func retryingEINTR(
+    _ operation: @autoclosure () -> String,
+    on subject: @autoclosure () -> String,
+    _ call: () -> Int32
+  ) throws(LoopError) -> Int32 {
+    while true {
+      let result = call()
+      if result >= 0 { return result }
+      let code = crl_errno()
+      if code == EINTR { continue }
+      throw .system(SystemError(operation: operation(), subject: subject(), errno: code))
+    }
+  }
+
+  /// Like `retryingEINTR`, but reports "would block" as `false` instead of an error: reads
+  /// of non-blocking eventfds and timerfds use it to drain without caring whether they were set.
+  static func readNonBlocking(
+    _ operation: @autoclosure () -> String,
+    on subject: @autoclosure () -> String,
+    _ call: () -> Int32
+  ) throws(LoopError) -> Bool {
+    while true {
+      if call() >= 0 { return true }
+      let code = crl_errno()
+      if code == EINTR { continue }
+      if code == EAGAIN { return false }
+      throw .system(SystemError(operation: operation(), subject: subject(), errno: code))
+    }
+  }
+}

@@ -1,0 +1,166 @@
+import CoreFoundation
+import Foundation
+import Testing
+
+@testable import RunLoopKit
+
+/// The same scenarios run against CFRunLoop (the oracle) and against `Loop`; the observer
+/// traces, callbacks and run results must match line for line.
+extension RunLoopKitTests {
+  @Suite("Side by side with CFRunLoop") struct CFOracle {
+    @Test("7 vs CF: idle 200 ms run with one never-signalled source")
+    func test_07_matchesCF() throws {
+      let ours = try ourTrace { loop, recorder in
+        try loop.add(ManualSource {}, to: .default)
+        recorder.log("result \(loop.run(for: .milliseconds(200)))")
+      }
+      let cf = cfTrace { loop, recorder in
+        CFRunLoopAddSource(loop, cfSource(recorder, "source"), .defaultMode)
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 0.2, false)))")
+      }
+      #expect(ours == cf)
+      #expect(ours.last == "result timedOut")
+    }
+
+    @Test("8 vs CF: zero-length runs, plain and with a signalled source")
+    func test_08_matchesCF() throws {
+      let ours = try ourTrace { loop, recorder in
+        let source = ManualSource { recorder.log("perform source") }
+        try loop.add(source, to: .default)
+        recorder.log("result \(loop.run(for: .zero))")
+        source.signal()
+        recorder.log("result \(loop.run(for: .zero, returnAfterSourceHandled: true))")
+      }
+      let cf = cfTrace { loop, recorder in
+        let source = cfSource(recorder, "source")
+        CFRunLoopAddSource(loop, source, .defaultMode)
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 0, false)))")
+        CFRunLoopSourceSignal(source)
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 0, true)))")
+      }
+      #expect(ours == cf)
+    }
+
+    @Test("13 and 43 vs CF: a wake-up while sleeping, seen by an observer of every activity")
+    func test_13_43_matchCF() throws {
+      let ours = try ourTrace(
+        waking: { loop in
+          waitUntil { loop.isWaiting }
+          loop.wakeUp()
+        },
+        scenario: { loop, recorder in
+          try loop.add(ManualSource {}, to: .default)
+          recorder.log("result \(loop.run(for: .milliseconds(500)))")
+        })
+      let cf = cfTrace(
+        waking: { loop in
+          waitUntil { CFRunLoopIsWaiting(loop) }
+          CFRunLoopWakeUp(loop)
+        },
+        scenario: { loop, recorder in
+          CFRunLoopAddSource(loop, cfSource(recorder, "source"), .defaultMode)
+          recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 0.5, false)))")
+        })
+      #expect(ours == cf)
+      #expect(ours.filter { $0 == "afterWaiting" }.count == 2)
+    }
+
+    @Test("19 vs CF: two signalled sources with returnAfterSourceHandled")
+    func test_19_matchesCF() throws {
+      let ours = try ourTrace { loop, recorder in
+        let a = ManualSource(order: 1) { recorder.log("perform a") }
+        let b = ManualSource(order: 2) { recorder.log("perform b") }
+        try loop.add(a, to: .default)
+        try loop.add(b, to: .default)
+        a.signal()
+        b.signal()
+        recorder.log("result \(loop.run(for: .seconds(5), returnAfterSourceHandled: true))")
+        recorder.log("result \(loop.run(for: .seconds(5), returnAfterSourceHandled: true))")
+      }
+      let cf = cfTrace { loop, recorder in
+        let a = cfSource(recorder, "a", order: 1)
+        let b = cfSource(recorder, "b", order: 2)
+        CFRunLoopAddSource(loop, a, .defaultMode)
+        CFRunLoopAddSource(loop, b, .defaultMode)
+        CFRunLoopSourceSignal(a)
+        CFRunLoopSourceSignal(b)
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 5, true)))")
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 5, true)))")
+      }
+      #expect(ours == cf)
+      #expect(ours.filter { $0.hasPrefix("perform") } == ["perform a", "perform b"])
+    }
+  }
+}
+
+// MARK: - Running a scenario on each engine
+
+/// Runs `scenario` on a fresh thread's `Loop` with an observer of every activity.
+private func ourTrace(
+  waking: (@Sendable (Loop) -> Void)? = nil,
+  scenario: @escaping @Sendable (Loop, Recorder) throws -> Void
+) throws -> [String] {
+  let recorder = Recorder()
+  let failure = Box<String?>(nil)
+  let thread = LoopThread { loop in
+    do { try scenario(loop, recorder) } catch { failure.value = "\(error)" }
+  }
+  try thread.loop.add(activityLogger(recorder), to: .default)
+  thread.start()
+  waking?(thread.loop)
+  thread.join()
+  #expect(failure.value == nil)
+  return recorder.all
+}
+
+/// Runs `scenario` on a fresh thread's CFRunLoop with an observer of every activity.
+private func cfTrace(
+  waking: (@Sendable (CFRunLoop) -> Void)? = nil,
+  scenario: @escaping @Sendable (CFRunLoop, Recorder) -> Void
+) -> [String] {
+  let recorder = Recorder()
+  let loopBox = Box<CFRunLoopSendable?>(nil)
+  let ready = DispatchSemaphore(value: 0)
+  let thread = TestThread {
+    let loop = CFRunLoopGetCurrent()!
+    let observer = CFRunLoopObserverCreateWithHandler(
+      nil, CFRunLoopActivity.allActivities.rawValue, true, 0
+    ) {
+      _, activity in recorder.log(Loop.Activity(rawValue: activity.rawValue).description)
+    }
+    CFRunLoopAddObserver(loop, observer, .defaultMode)
+    loopBox.value = CFRunLoopSendable(loop: loop)
+    ready.signal()
+    scenario(loop, recorder)
+  }
+  ready.wait()
+  waking?(loopBox.value!.loop)
+  thread.join()
+  return recorder.all
+}
+
+/// CFRunLoop is thread-safe for the calls the tests make from other threads (wake-up, is-waiting).
+struct CFRunLoopSendable: @unchecked Sendable {  // CF locks its run loops internally
+  let loop: CFRunLoop
+}
+
+private final class PerformBox {
+  let body: () -> Void
+  init(_ body: @escaping () -> Void) { self.body = body }
+}
+
+/// A version-0 CFRunLoopSource whose perform callback logs "perform NAME".
+private func cfSource(_ recorder: Recorder, _ name: String, order: Int = 0) -> CFRunLoopSource {
+  var context = CFRunLoopSourceContext()
+  context.info = Unmanaged.passRetained(PerformBox { recorder.log("perform \(name)") }).toOpaque()
+  context.perform = { info in Unmanaged<PerformBox>.fromOpaque(info!).takeUnretainedValue().body() }
+  return CFRunLoopSourceCreate(nil, order, &context)
+}
+
+private func cfResult(_ result: CFRunLoopRunResult) -> Loop.RunResult {
+  Loop.RunResult(rawValue: Int(result.rawValue))!
+}
+
+extension CFRunLoopMode {
+  fileprivate static var defaultMode: CFRunLoopMode { kCFRunLoopDefaultMode }
+}

@@ -1,0 +1,133 @@
+import CRunLoopShims
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// Every test runs its loops on threads it creates and joins, and the suites run one at a
+/// time, so fd counts and timings are not disturbed by other tests.
+@Suite(.serialized) struct RunLoopKitTests {}
+
+/// A thread-safe, ordered log of what happened, for asserting order and counts.
+final class Recorder: @unchecked Sendable {  // `entries` is guarded by `lock`
+  private let lock = NSLock()
+  private var entries: [String] = []
+
+  func log(_ entry: String) { lock.withLock { entries.append(entry) } }
+  var all: [String] { lock.withLock { entries } }
+  func count(of entry: String) -> Int { all.filter { $0 == entry }.count }
+  func clear() { lock.withLock { entries.removeAll() } }
+}
+
+/// A value set on one thread and read on another.
+final class Box<Value: Sendable>: @unchecked Sendable {  // `value` is guarded by `lock`
+  private let lock = NSLock()
+  private var stored: Value
+  init(_ value: Value) { stored = value }
+  var value: Value {
+    get { lock.withLock { stored } }
+    set { lock.withLock { stored = newValue } }
+  }
+}
+
+/// A raw pthread, so a test can join it and be sure its TLS destructors (loop teardown) ran.
+final class TestThread: @unchecked Sendable {  // handle: set before sharing
+  private var handle = pthread_t()
+  private final class Start {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+  }
+
+  init(_ body: @escaping @Sendable () -> Void) {
+    let start = Unmanaged.passRetained(Start(body)).toOpaque()
+    let result = pthread_create(
+      &handle, nil,
+      { raw in
+        let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
+        start.body()
+        return nil
+      }, start)
+    precondition(result == 0)
+  }
+
+  func join() { pthread_join(handle, nil) }
+}
+
+/// Runs `body` on a fresh thread with that thread's loop, waits for the thread to exit, and
+/// returns what the body returned.
+func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (Loop) throws -> T) throws -> T {
+  let result = Box<Result<T, any Error>?>(nil)
+  let thread = TestThread {
+    result.value = Result { try body(Loop.current) }
+  }
+  thread.join()
+  return try result.value!.get()
+}
+
+/// Starts a loop thread and hands back its loop once the thread is ready; `body` runs the loop.
+final class LoopThread: @unchecked Sendable {  // `thread` is written before `loop` is published
+  let loop: Loop
+  private var thread: TestThread?
+
+  init(_ body: @escaping @Sendable (Loop) -> Void) {
+    let ready = DispatchSemaphore(value: 0)
+    let box = Box<Loop?>(nil)
+    let go = DispatchSemaphore(value: 0)
+    thread = TestThread {
+      box.value = Loop.current
+      ready.signal()
+      go.wait()
+      body(Loop.current)
+    }
+    ready.wait()
+    loop = box.value!
+    setUp = go
+  }
+
+  private var setUp: DispatchSemaphore
+  /// Lets the thread's body run (set up the loop from the test thread first if needed).
+  func start() { setUp.signal() }
+  func join() { thread?.join() }
+}
+
+/// Polls `condition` every millisecond until it holds or `seconds` pass.
+@discardableResult
+func waitUntil(seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+  let deadline = Date().addingTimeInterval(seconds)
+  while Date() < deadline {
+    if condition() { return true }
+    usleep(1000)
+  }
+  return condition()
+}
+
+func elapsed(since start: LoopClock.Instant) -> Duration { start.duration(to: .now) }
+
+/// An observer that logs every activity it sees, by name.
+func activityLogger(_ recorder: Recorder, order: Int = 0) -> LoopObserver {
+  LoopObserver(activities: .all, order: order) { _, activity in recorder.log(activity.description) }
+}
+
+func makePipe() -> (read: Int32, write: Int32) {
+  var fds: [Int32] = [0, 0]
+  precondition(pipe(&fds) == 0)
+  for fd in fds { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
+  return (fds[0], fds[1])
+}
+
+func writeByte(_ fd: Int32) {
+  var byte: UInt8 = 1
+  _ = write(fd, &byte, 1)
+}
+
+func drain(_ fd: Int32) {
+  var buffer = [UInt8](repeating: 0, count: 256)
+  while read(fd, &buffer, 256) > 0 {}
+}
+
+func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+
+func openDescriptorCount() -> Int {
+  (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}

@@ -1,0 +1,306 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+extension RunLoopKitTests {
+  @Suite("Timers") struct Timers {
+    @Test("30. A one-shot timer fires once, is then invalid, and a mode left empty finishes")
+    func test_30_oneShot() throws {
+      let fired = Box(0)
+      let (result, valid) = try onLoopThread { loop in
+        let timer = try LoopTimer(after: .milliseconds(20)) { _ in fired.value += 1 }
+        try loop.add(timer, to: .default)
+        let result = loop.run(for: .seconds(5))
+        return (result, timer.isValid)
+      }
+      #expect(result == .finished)
+      #expect(fired.value == 1)
+      #expect(!valid)
+    }
+
+    @Test("31. A 100 ms repeating timer fires about 3 times in 350 ms, never early, on its grid")
+    func test_31_repeating() throws {
+      let fires = Box<[LoopClock.Instant]>([])
+      let start = try onLoopThread { loop in
+        let start = LoopClock.Instant.now
+        let timer = try LoopTimer(
+          fireAt: start.advanced(by: .milliseconds(100)), interval: .milliseconds(100)
+        ) {
+          _ in fires.value.append(.now)
+        }
+        try loop.add(timer, to: .default)
+        loop.run(for: .milliseconds(350))
+        return start
+      }
+      // On a loaded machine a late pass can merge the last fire into the next grid point.
+      #expect((2...3).contains(fires.value.count))
+      for (index, fire) in fires.value.enumerated() {
+        #expect(fire >= start.advanced(by: .milliseconds(100 * (index + 1))))
+      }
+    }
+
+    @Test("32. A repeating timer invalidated in its own callback fires once")
+    func test_32_invalidateInCallback() throws {
+      let fired = Box(0)
+      let (result, valid) = try onLoopThread { loop in
+        let timer = try LoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) { timer in
+          fired.value += 1
+          timer.invalidate()
+        }
+        try loop.add(timer, to: .default)
+        return (loop.run(for: .seconds(5)), timer.isValid)
+      }
+      #expect(fired.value == 1)
+      #expect(!valid)
+      #expect(result == .finished)
+    }
+
+    @Test("33. A repeating timer late by 3.5 intervals fires once and stays on its original grid")
+    func test_33_lateTimerStaysOnGrid() throws {
+      let fired = Box(0)
+      let (first, next) = try onLoopThread { loop in
+        let first = LoopClock.Instant.now.advanced(by: .milliseconds(50))
+        let timer = try LoopTimer(fireAt: first, interval: .milliseconds(100)) { _ in
+          fired.value += 1
+        }
+        try loop.add(timer, to: .default)
+        // The thread is busy until 3.5 intervals after the first fire date.
+        usleep(
+          useconds_t(
+            first.advanced(by: .milliseconds(350)).duration(to: .now) < .zero
+              ? (LoopClock.Instant.now.duration(to: first.advanced(by: .milliseconds(350)))
+                .saturatedNanoseconds / 1000) : 0))
+        loop.run(for: .milliseconds(20))
+        return (first, timer.fireDate)
+      }
+      #expect(fired.value == 1)
+      let offset = first.duration(to: next)
+      #expect(offset.saturatedNanoseconds % 100_000_000 == 0)
+      #expect(offset >= .milliseconds(400))
+    }
+
+    @Test(
+      "34. A callback that sets a later fire date moves the timer; an earlier date is ignored for that round"
+    )
+    func test_34_fireDateFromCallback() throws {
+      let (later, expectedLater, ignored, first) = try onLoopThread { loop in
+        let target = Box<LoopClock.Instant?>(nil)
+        let postponing = try LoopTimer(after: .milliseconds(10), repeating: .milliseconds(10)) {
+          timer in
+          let date = LoopClock.Instant.now.advanced(by: .seconds(10))
+          target.value = date
+          timer.fireDate = date
+        }
+        try loop.add(postponing, to: .default)
+        loop.run(for: .milliseconds(100), returnAfterSourceHandled: false)
+        let later = postponing.fireDate
+        postponing.invalidate()
+
+        let first = LoopClock.Instant.now.advanced(by: .milliseconds(10))
+        let rewinding = try LoopTimer(fireAt: first, interval: .milliseconds(500)) { timer in
+          timer.fireDate = first.advanced(by: .milliseconds(-5))
+        }
+        try loop.add(rewinding, to: .default)
+        loop.run(for: .milliseconds(100))
+        return (later, target.value, rewinding.fireDate, first)
+      }
+      #expect(later == expectedLater)
+      #expect(ignored == first.advanced(by: .milliseconds(500)))
+    }
+
+    @Test("35. A fire date in the past fires on the next pass")
+    func test_35_pastFireDate() throws {
+      let recorder = Recorder()
+      try onLoopThread { loop in
+        try loop.add(ManualSource {}, to: .default)
+        try loop.add(
+          LoopObserver(activities: .beforeTimers) { _, _ in recorder.log("pass") }, to: .default)
+        let timer = try LoopTimer(fireAt: LoopClock.Instant.now.advanced(by: .seconds(-3600))) {
+          _ in
+          recorder.log("fired")
+        }
+        try loop.add(timer, to: .default)
+        loop.run(for: .milliseconds(100))
+      }
+      #expect(Array(recorder.all.prefix(2)) == ["pass", "fired"])
+    }
+
+    @Test(
+      "36. A .common timer fires in default and in added common modes; a default-only timer does not fire while tracking"
+    )
+    func test_36_commonTimerAndTracking() throws {
+      let recorder = Recorder()
+      try onLoopThread { loop in
+        let common = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(20)) { _ in
+          recorder.log("common in \(loop.currentMode!)")
+        }
+        let defaultOnly = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(20)) {
+          _ in
+          recorder.log("default-only in \(loop.currentMode!)")
+        }
+        try loop.add(common, to: .common)
+        try loop.add(defaultOnly, to: .default)
+        try loop.add(ManualSource {}, to: "tracking")
+        loop.run(in: "tracking", for: .milliseconds(100))
+        #expect(recorder.all.isEmpty)
+        loop.run(for: .milliseconds(30), returnAfterSourceHandled: false)
+        try loop.addCommonMode("tracking")
+        loop.run(in: "tracking", for: .milliseconds(100))
+      }
+      let tracking = recorder.all.filter { $0.hasSuffix("in tracking") }
+      #expect(tracking.contains("common in tracking"))
+      #expect(!tracking.contains("default-only in tracking"))
+      #expect(recorder.all.contains("common in default"))
+      #expect(recorder.all.contains("default-only in default"))
+    }
+
+    @Test("37. A timer in modes A and B fires in either; adding it to a second loop is refused")
+    func test_37_twoModesAndSecondLoop() throws {
+      let recorder = Recorder()
+      let timer = try LoopTimer(after: .milliseconds(5), repeating: .milliseconds(10)) { _ in
+        recorder.log("fired in \(Loop.current.currentMode!)")
+      }
+      try onLoopThread { loop in
+        try loop.add(timer, to: "A")
+        try loop.add(timer, to: "B")
+        loop.run(in: "A", for: .milliseconds(50))
+        loop.run(in: "B", for: .milliseconds(50))
+        timer.invalidate()
+      }
+      #expect(recorder.all.contains("fired in A"))
+      #expect(recorder.all.contains("fired in B"))
+      let fresh = try LoopTimer(after: .seconds(1)) { _ in }
+      let first = LoopThread { _ in }
+      let second = LoopThread { _ in }
+      try first.loop.add(fresh, to: .default)
+      #expect(throws: LoopError.boundToAnotherLoop(item: "LoopTimer")) {
+        try second.loop.add(fresh, to: .default)
+      }
+      #expect(!second.loop.contains(fresh, in: .default))
+      first.start()
+      second.start()
+      first.join()
+      second.join()
+    }
+
+    @Test("38. Tolerance lets timers due within the window fire on one wake; no timer fires early")
+    func test_38_toleranceCoalesces() throws {
+      let recorder = Recorder()
+      let (dates, fires) = try onLoopThread { loop in
+        let start = LoopClock.Instant.now
+        let dates = [start.advanced(by: .milliseconds(50)), start.advanced(by: .milliseconds(80))]
+        let fires = Box<[LoopClock.Instant]>([])
+        try loop.add(
+          LoopObserver(activities: .afterWaiting) { _, _ in recorder.log("wake") }, to: .default)
+        try loop.add(
+          LoopTimer(fireAt: dates[0], tolerance: .milliseconds(100)) { _ in
+            recorder.log("early-tolerant")
+            fires.value.append(.now)
+          }, to: .default)
+        try loop.add(
+          LoopTimer(fireAt: dates[1], tolerance: .milliseconds(100)) { _ in
+            recorder.log("later")
+            fires.value.append(.now)
+          }, to: .default)
+        loop.run(for: .seconds(5))
+        return (dates, fires.value)
+      }
+      #expect(recorder.all == ["wake", "early-tolerant", "later"])
+      #expect(fires.count == 2)
+      for (date, fire) in zip(dates, fires) { #expect(fire >= date) }
+    }
+
+    @Test("38b. Tolerance never delays a timer whose own window closes first")
+    func test_38b_toleranceRespectsStrictTimers() throws {
+      let (strictDate, fire) = try onLoopThread { loop in
+        let start = LoopClock.Instant.now
+        let fire = Box<LoopClock.Instant?>(nil)
+        try loop.add(
+          LoopTimer(fireAt: start.advanced(by: .milliseconds(10)), tolerance: .seconds(2)) { _ in },
+          to: .default)
+        let strict = start.advanced(by: .milliseconds(30))
+        try loop.add(
+          LoopTimer(fireAt: strict) { _ in
+            fire.value = .now
+            loop.stop()
+          }, to: .default)
+        loop.run(for: .seconds(5))
+        return (strict, fire.value)
+      }
+      #expect(fire != nil)
+      if let fire {
+        #expect(fire >= strictDate)
+        #expect(strictDate.duration(to: fire) < .seconds(1))
+      }
+    }
+
+    @Test("39. nextTimerFireDate(in:) is the earliest pending fire date, nil when there is none")
+    func test_39_nextTimerFireDate() throws {
+      try onLoopThread { loop in
+        #expect(loop.nextTimerFireDate(in: .default) == nil)
+        let now = LoopClock.Instant.now
+        let late = try LoopTimer(fireAt: now.advanced(by: .seconds(50))) { _ in }
+        let early = try LoopTimer(fireAt: now.advanced(by: .seconds(20))) { _ in }
+        try loop.add(late, to: .default)
+        try loop.add(early, to: .default)
+        #expect(loop.nextTimerFireDate(in: .default) == now.advanced(by: .seconds(20)))
+        early.fireDate = now.advanced(by: .seconds(90))
+        #expect(loop.nextTimerFireDate(in: .default) == now.advanced(by: .seconds(50)))
+        late.invalidate()
+        early.invalidate()
+        #expect(loop.nextTimerFireDate(in: .default) == nil)
+        #expect(loop.nextTimerFireDate(in: "never-used") == nil)
+      }
+    }
+
+    @Test("40. 100 000 timers added and cancelled: each cancel is O(log n), no linear scan")
+    func test_40_timerHeapScales() throws {
+      let (moves, count) = try onLoopThread { loop in
+        let count = 100_000
+        let base = LoopClock.Instant.now.advanced(by: .seconds(3600))
+        var timers: [LoopTimer] = []
+        timers.reserveCapacity(count)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<count {
+          let date = base.advanced(
+            by: .nanoseconds(Int64.random(in: 0..<1_000_000_000, using: &generator)))
+          let timer = try LoopTimer(fireAt: date) { _ in }
+          try loop.add(timer, to: .default)
+          timers.append(timer)
+        }
+        timers.shuffle(using: &generator)
+        for timer in timers { loop.remove(timer, from: .default) }
+        let moves = loop.lock.withLock { loop.modes[.default]!.timers.moveCount }
+        #expect(loop.nextTimerFireDate(in: .default) == nil)
+        return (moves, count)
+      }
+      // Sifting is bounded by log2(n) moves per insert and per removal.
+      let bound = 2 * count * Int(log2(Double(count)).rounded(.up))
+      #expect(moves <= bound)
+    }
+
+    @Test("Timers with NaN, negative or zero intervals are refused with the value")
+    func test_badIntervals() throws {
+      #expect(throws: LoopError.invalidInterval(name: "timer interval", value: "nan s")) {
+        try LoopTimer(afterSeconds: 1, repeatingEverySeconds: .nan) { _ in }
+      }
+      #expect(throws: LoopError.invalidInterval(name: "timer interval", value: "-1.0 s")) {
+        try LoopTimer(afterSeconds: 1, repeatingEverySeconds: -1) { _ in }
+      }
+      #expect(throws: LoopError.self) {
+        try LoopTimer(after: .seconds(1), repeating: .zero) { _ in }
+      }
+      #expect(throws: LoopError.self) {
+        try LoopTimer(after: .seconds(1), repeating: .seconds(-2)) { _ in }
+      }
+      #expect(throws: LoopError.self) { try LoopTimer(afterSeconds: .infinity) { _ in } }
+      #expect(throws: LoopError.self) {
+        try LoopTimer(after: .seconds(1), tolerance: .seconds(-1)) { _ in }
+      }
+      let huge = try LoopTimer(afterSeconds: 1, repeatingEverySeconds: 1e300) { _ in }
+      #expect(huge.interval != nil)
+    }
+  }
+}
