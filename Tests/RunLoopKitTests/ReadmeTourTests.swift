@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+@testable import RunLoopKit
+
+/// The README's API tour, verbatim, so the README cannot drift from code that compiles and runs.
+extension RunLoopKitTests {
+  @Suite("README tour") struct ReadmeTour {
+    @Test("1. Keep a thread alive with a port and send it work")
+    func tourKeepAlive() throws {
+      let handled = Recorder()
+      // --- README: keep-alive ---
+      let jobs = try LoopPort<String> { job in
+        handled.log(job)  // runs on the worker thread, in the order sent
+        if job == "quit" { Loop.current.stop() }
+      }
+      let worker = Thread {
+        let loop = Loop.current
+        try? loop.add(jobs, to: .default)  // the port keeps the default mode alive
+        loop.run()  // sleeps in epoll_wait until a message (or stop) arrives
+      }
+      worker.start()
+      try jobs.send("find \"apple\"")
+      try jobs.send("quit")
+      // --- end ---
+      #expect(waitUntil { handled.all == ["find \"apple\"", "quit"] })
+    }
+
+    @Test("2. A timer in the common modes keeps firing while the loop tracks")
+    func tourCommonTimer() throws {
+      let ticks = try onLoopThread { _ in
+        let ticks = Box(0)
+        // --- README: common modes ---
+        let loop = Loop.current
+        let tick = try LoopTimer(
+          after: .milliseconds(100), repeating: .milliseconds(100), tolerance: .milliseconds(10)
+        ) { _ in
+          ticks.value += 1  // fires in default… and in "tracking" once it is a common mode
+        }
+        try loop.add(tick, to: .common)
+        try loop.addCommonMode("tracking")
+        loop.run(in: "tracking", for: .milliseconds(350))
+        tick.invalidate()
+        // --- end ---
+        return ticks.value
+      }
+      #expect(ticks >= 2)
+    }
+
+    @Test("3. A descriptor source on a pipe")
+    func tourDescriptorSource() throws {
+      let result = try onLoopThread { _ in
+        // --- README: descriptor source ---
+        let loop = Loop.current
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { fatalError("pipe failed") }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        let reader = DescriptorSource(fileDescriptor: readEnd, interest: .readable) { source, events in
+          var buffer = [UInt8](repeating: 0, count: 64)
+          let count = read(readEnd, &buffer, buffer.count)
+          print("read \(count) bytes; events \(events)")
+          if events.contains(.hangUp) { source.invalidate() }
+        }
+        try loop.add(reader, to: .default)
+        _ = write(writeEnd, "hi", 2)
+        let result = loop.run(for: .seconds(1), returnAfterSourceHandled: true)  // .handledSource
+        reader.invalidate()
+        close(readEnd)
+        close(writeEnd)
+        // --- end ---
+        return result
+      }
+      #expect(result == .handledSource)
+    }
+  }
+}
