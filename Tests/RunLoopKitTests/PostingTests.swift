@@ -17,7 +17,8 @@ extension RunLoopKitTests {
       }
       let loop = thread.loop
       try loop.add(ManualSource {}, to: .default)
-      try loop.add(LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
+      try loop.add(
+        LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
       try loop.perform {
         entered.signal()
         release.wait()  // keep the loop busy while the test posts
@@ -91,7 +92,8 @@ extension RunLoopKitTests {
         try loop.add(observer.value!, to: .default)
         let timer = try LoopTimer(after: .milliseconds(5)) { _ in
           recorder.log("timer adds a timer")
-          try? loop.add(LoopTimer(after: .milliseconds(5)) { _ in recorder.log("added timer") }, to: .default)
+          try? loop.add(
+            LoopTimer(after: .milliseconds(5)) { _ in recorder.log("added timer") }, to: .default)
         }
         try loop.add(timer, to: .default)
         loop.run(for: .milliseconds(200))

@@ -55,7 +55,8 @@ extension RunLoopKitTests {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { fatalError("pipe failed") }
         let (readEnd, writeEnd) = (fds[0], fds[1])
-        let reader = DescriptorSource(fileDescriptor: readEnd, interest: .readable) { source, events in
+        let reader = DescriptorSource(fileDescriptor: readEnd, interest: .readable) {
+          source, events in
           var buffer = [UInt8](repeating: 0, count: 64)
           let count = read(readEnd, &buffer, buffer.count)
           print("read \(count) bytes; events \(events)")

@@ -281,6 +281,31 @@ extension RunLoopKitTests {
       #expect(moves <= bound)
     }
 
+    @Test(
+      "Fire dates in the far past fire at once; in the far future they never fire and do not break the timerfd"
+    )
+    func test_extremeFireDates() throws {
+      let recorder = Recorder()
+      try onLoopThread { loop in
+        let future = try LoopTimer(fireAt: .distantFuture, interval: .seconds(1)) { _ in
+          recorder.log("future")
+        }
+        let past = try LoopTimer(fireAt: LoopClock.Instant(nanoseconds: .min)) { _ in
+          recorder.log("past")
+        }
+        try loop.add(future, to: .default)
+        try loop.add(past, to: .default)
+        #expect(loop.nextTimerFireDate(in: .default) == LoopClock.Instant(nanoseconds: .min))
+        loop.run(for: .milliseconds(50))
+        #expect(loop.nextTimerFireDate(in: .default) == .distantFuture)
+        future.fireDate = LoopClock.Instant.now.advanced(by: .milliseconds(5))
+        loop.run(for: .milliseconds(100))
+        #expect(future.fireDate > .now)
+        future.invalidate()
+      }
+      #expect(Array(recorder.all.prefix(2)) == ["past", "future"])
+    }
+
     @Test("Timers with NaN, negative or zero intervals are refused with the value")
     func test_badIntervals() throws {
       #expect(throws: LoopError.invalidInterval(name: "timer interval", value: "nan s")) {
