@@ -32,7 +32,10 @@ int crl_epoll_wait(int epfd, struct epoll_event *events, int max_events, int64_t
       tsp = &ts;
     }
     int n = (int)syscall(SYS_epoll_pwait2, epfd, events, max_events, tsp, NULL, 0);
-    if (n >= 0 || errno != ENOSYS) {
+    // Kernels before 5.11 answer ENOSYS; some seccomp filters answer EPERM for syscalls they
+    // do not know. Either way, on the first call only, fall back to epoll_wait for good.
+    int unsupported = n < 0 && (errno == ENOSYS || errno == EPERM);
+    if (!unsupported || __atomic_load_n(&pwait2_state, __ATOMIC_RELAXED) == 1) {
       __atomic_store_n(&pwait2_state, 1, __ATOMIC_RELAXED);
       return n;
     }

@@ -5,8 +5,11 @@ import CRunLoopShims
 /// pipes, sockets, eventfds, timerfds, signalfds, inotify…), and is what wakes a sleeping loop.
 ///
 /// - `error` and `hangUp` are always reported, whatever the interest.
-/// - They are final: after a handler has been told either one, the source stops polling its
-///   descriptor (so a dead fd cannot make the loop spin) until its interest is set again.
+/// - An error or a full hang-up (EPOLLERR, EPOLLHUP) is final: after the handler has been told,
+///   the source stops polling its descriptor (so a dead fd cannot make the loop spin) until its
+///   interest is set again. A peer that only shut down its sending side (EPOLLRDHUP) is also
+///   reported as `hangUp`, but the socket may still hold data and still be writable, so that
+///   one is not final: read to the end, then remove the source.
 /// - The source does not own the descriptor: close it after removing or invalidating the
 ///   source. A source whose fd was closed and whose number was reused never receives the new
 ///   file's events (registrations are keyed by a token, not by the fd number).
@@ -34,6 +37,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   public let fileDescriptor: Int32
   public let order: Int
   let handler: @Sendable (DescriptorSource, Events) -> Void
+  let onTeardown: (@Sendable (String) -> Void)?
   let binding = ItemBinding(kind: "DescriptorSource")
   /// Guarded by `binding.lock`.
   private var storedInterest: Events
@@ -45,15 +49,30 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   ///   - fileDescriptor: any pollable descriptor; regular files are refused when added.
   ///   - interest: `.readable`, `.writable` or both (error and hang-up are always reported).
   ///   - handler: called on the loop's thread with what the descriptor reported.
-  public init(
+  public convenience init(
     fileDescriptor: Int32,
     interest: Events = .readable,
     order: Int = 0,
     handler: @escaping @Sendable (DescriptorSource, Events) -> Void
   ) {
+    self.init(
+      fileDescriptor: fileDescriptor, interest: interest, order: order, onTeardown: nil,
+      handler: handler)
+  }
+
+  /// `onTeardown` is called (with the thread id) if the owning loop is torn down while the
+  /// source is registered; ports use it to refuse later sends.
+  init(
+    fileDescriptor: Int32,
+    interest: Events,
+    order: Int,
+    onTeardown: (@Sendable (String) -> Void)?,
+    handler: @escaping @Sendable (DescriptorSource, Events) -> Void
+  ) {
     self.fileDescriptor = fileDescriptor
     self.storedInterest = interest.intersection([.readable, .writable])
     self.order = order
+    self.onTeardown = onTeardown
     self.handler = handler
   }
 

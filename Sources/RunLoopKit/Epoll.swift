@@ -57,10 +57,15 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
   }
 
   /// Blocks until at least one registration is ready or `timeoutNanoseconds` passes
-  /// (negative waits forever). Only the owning loop's thread calls this.
-  func wait(timeoutNanoseconds: Int64) throws(LoopError) -> [Event] {
-    let count = try Syscall.retryingEINTR("epoll_pwait2", on: "epoll fd \(fd)") {
-      crl_epoll_wait(fd, buffer, Int32(capacity), timeoutNanoseconds)
+  /// (negative waits forever). Returns nil when a signal interrupted the wait (EINTR), so
+  /// the caller can retry with the time that is actually left. Only the owning loop's
+  /// thread calls this.
+  func wait(timeoutNanoseconds: Int64) throws(LoopError) -> [Event]? {
+    let count = crl_epoll_wait(fd, buffer, Int32(capacity), timeoutNanoseconds)
+    if count < 0 {
+      let code = crl_errno()
+      if code == EINTR { return nil }
+      throw .system(SystemError(operation: "epoll_pwait2", subject: "epoll fd \(fd)", errno: code))
     }
     var events: [Event] = []
     events.reserveCapacity(Int(count))

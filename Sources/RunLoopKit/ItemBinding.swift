@@ -22,13 +22,24 @@ final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lo
   /// `owner` for callers that already hold `lock`.
   var ownerUnlocked: Loop? { loop }
 
-  /// Binds to `loop` on first use; refuses another loop or an invalidated item.
-  func bind(to target: Loop) throws(LoopError) {
-    try lock.withLock { () throws(LoopError) in
+  /// Binds to `loop` on first use; refuses another loop or an invalidated item. Returns
+  /// whether this call made the binding (so a failed first add can undo it).
+  @discardableResult
+  func bind(to target: Loop) throws(LoopError) -> Bool {
+    try lock.withLock { () throws(LoopError) -> Bool in
       guard valid else { throw .invalidated(item: kind) }
-      if let current = loop, current !== target { throw .boundToAnotherLoop(item: kind) }
+      if let current = loop {
+        guard current === target else { throw .boundToAnotherLoop(item: kind) }
+        return false
+      }
       loop = target
+      return true
     }
+  }
+
+  /// Undoes a binding made by an add that then failed, so the item is free again.
+  func unbind() {
+    lock.withLock { loop = nil }
   }
 
   /// Marks the item invalid; returns the loop it must be removed from, if any, the first time.

@@ -1,3 +1,5 @@
+import CRunLoopShims
+
 /// The phases of one pass, each called once from `Loop.iterate`.
 ///
 /// Lock discipline, the same in every phase: decide what to call while holding the loop's
@@ -83,36 +85,43 @@ extension Loop {
   func waitForEvents(in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool)
     -> WakeResult
   {
-    var timeout: Int64 = -1
-    if poll {
-      timeout = 0
-    } else if let deadline {
-      timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
-    }
-    lock.withLock {
+    var forcePoll = poll
+    let epoll = lock.withLock { () -> Epoll in
       // Someone asked for a wake while we were busy: answer it by not sleeping.
       if wakeRequested {
         wakeRequested = false
-        timeout = 0
+        forcePoll = true
       }
-      sleeping = timeout != 0
+      sleeping = !forcePoll
+      // Held for the whole wait: a rebuild may swap the mode's set while we sleep in this one.
+      return mode.epoll
     }
-    let events: [Epoll.Event]
-    do {
-      events = try mode.epoll.wait(timeoutNanoseconds: timeout)
-    } catch {
-      preconditionFailure("waiting on the epoll set of mode \(mode.mode) failed: \(error)")
-    }
+    var events: [Epoll.Event]?
+    repeat {
+      // Recomputed on every try, so signals interrupting the wait never stretch the deadline.
+      var timeout: Int64 = -1
+      if forcePoll {
+        timeout = 0
+      } else if let deadline {
+        timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
+      }
+      do {
+        events = try epoll.wait(timeoutNanoseconds: timeout)
+      } catch {
+        preconditionFailure("waiting on the epoll set of mode \(mode.mode) failed: \(error)")
+      }
+    } while events == nil
     var result = WakeResult()
     lock.withLock {
       sleeping = false
+      waitGeneration &+= 1
       // The eventfd is written only under this lock with `wakeWritten` set, so draining here
       // keeps "readable exactly when wakeWritten" true and the next wait cannot spin on it.
       if wakeWritten {
         wakeWritten = false
         _ = try? wakeFD.drain()
       }
-      for event in events {
+      for event in events ?? [] {
         switch event.token {
         case ModeState.wakeToken: continue
         case ModeState.timerToken: result.timerExpired = true
@@ -125,35 +134,52 @@ extension Loop {
 
   // MARK: Timers
 
-  /// Fires every timer of this mode whose fire date has come, earliest first.
+  /// Fires every timer of this mode whose fire date has come, earliest first. Like CF, the
+  /// due timers are only candidates: each is checked again right before its own callout, since
+  /// an earlier handler may have removed, invalidated or postponed it, or a nested run may have
+  /// fired it already.
   func fireTimers(in mode: ModeState) {
-    let due = lock.withLock { () -> [(timer: LoopTimer, firedAt: LoopClock.Instant)] in
+    let now = LoopClock.Instant.now
+    let candidates = lock.withLock { () -> [LoopTimer] in
       _ = try? mode.timerFD.acknowledge()
-      let now = LoopClock.Instant.now
-      var due: [(timer: LoopTimer, firedAt: LoopClock.Instant)] = []
-      while let entry = mode.timers.popDue(now: now) {
-        // Out of every heap while it fires: a nested run in another mode must neither fire it
-        // again nor keep re-arming its timerfd for a date that has already passed.
-        entry.timer.isFiring = true
-        for slot in entry.timer.slots where slot.index != nil {
-          slot.heap.detach(entry.timer)
-          slot.mode.rearmTimer()
-        }
-        due.append((entry.timer, entry.fireDate))
+      return mode.timers.due(at: now)
+    }
+    for timer in candidates {
+      guard let firedAt = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) }) else {
+        continue
       }
-      mode.rearmTimer()
-      return due
-    }
-    for (timer, firedAt) in due {
-      if timer.isValid { timer.handler(timer) }
+      timer.handler(timer)
       if timer.interval == nil { timer.invalidate() }
-      lock.withLock { rescheduleAfterFiringLocked(timer, firedAt: firedAt) }
+      lock.withLock { finishFiringLocked(timer, firedAt: firedAt) }
     }
+    lock.withLock { mode.rearmTimer() }
   }
 
-  /// Puts a repeating timer back on its grid (or where its handler moved it).
-  private func rescheduleAfterFiringLocked(_ timer: LoopTimer, firedAt: LoopClock.Instant) {
+  /// Takes a due timer out of every heap for the length of its callout, so a nested run in
+  /// any mode neither fires it again nor keeps re-arming a timerfd for a date already past.
+  /// Returns the fire date being served, or nil if the timer should not fire now.
+  private func beginFiringLocked(
+    _ timer: LoopTimer, in mode: ModeState, now: LoopClock.Instant
+  ) -> LoopClock.Instant? {
+    guard !timer.isFiring, timer.isValid,
+      timer.slots.contains(where: { $0.mode === mode && $0.index != nil })
+    else { return nil }
+    let fireDate = timer.fireDate
+    guard fireDate <= now else { return nil }
+    timer.isFiring = true
+    firingTimers.append(timer)
+    for slot in timer.slots where slot.index != nil {
+      slot.heap.detach(timer)
+      slot.mode.rearmTimer()
+    }
+    return fireDate
+  }
+
+  /// Puts a repeating timer back on its grid (or where its handler moved it) in every mode
+  /// it is in now, including modes it joined during its own callout.
+  private func finishFiringLocked(_ timer: LoopTimer, firedAt: LoopClock.Instant) {
     timer.isFiring = false
+    firingTimers.removeAll { $0 === timer }
     guard let interval = timer.interval, timer.isValid else { return }
     let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Duration) in
       let current = timer.scheduleUnlocked
@@ -177,25 +203,41 @@ extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
   func handleDescriptors(_ ready: [Epoll.Event], in mode: ModeState, onlyOne: Bool) -> Bool {
     guard !ready.isEmpty else { return false }
-    let sources = lock.withLock { () -> [(DescriptorSource, UInt64, DescriptorSource.Events)] in
-      ready.compactMap { event in
-        mode.descriptors[event.token].map {
-          ($0, event.token, DescriptorSource.events(fromEpoll: event.events))
+    typealias Delivery = (source: DescriptorSource, token: UInt64, raw: UInt32)
+    let (deliveries, generation) = lock.withLock { () -> ([Delivery], UInt64) in
+      var deliveries: [Delivery] = []
+      for event in ready {
+        guard let source = mode.descriptors[event.token],
+          source.registrations.contains(where: { $0.token == event.token && !$0.parked })
+        else {
+          // An event we cannot attribute (or one for a parked registration) comes from a
+          // registration the kernel still holds for a file whose fd number we no longer own:
+          // its fd was closed while the file stayed open elsewhere. epoll_ctl(DEL) cannot name
+          // that file any more, so rebuild the set from the registrations we do own.
+          rebuildEpollSetLocked(mode)
+          continue
         }
-      }.sorted { $0.0.order < $1.0.order }
+        deliveries.append((source, event.token, event.events))
+      }
+      return (deliveries.sorted { $0.source.order < $1.source.order }, waitGeneration)
     }
     var handled = false
-    for (source, token, events) in sources {
+    for delivery in deliveries {
+      let source = delivery.source
       let deliver = lock.withLock { () -> Bool in
-        // A handler that ran before this one may have removed it, or the fd may be parked.
-        guard source.isValid, mode.descriptors[token] === source else { return false }
-        if !events.isDisjoint(with: [.error, .hangUp]) {
-          parkLocked(source, token: token, in: mode)
+        // A nested run inside an earlier handler has waited (and maybe served this source)
+        // since these events were read; epoll is level-triggered, so whatever is still ready
+        // will be reported again on the next wait.
+        guard waitGeneration == generation else { return false }
+        // An earlier handler may have removed or invalidated this source.
+        guard source.isValid, mode.descriptors[delivery.token] === source else { return false }
+        if delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
+          parkLocked(source, token: delivery.token, in: mode)
         }
         return true
       }
       guard deliver else { continue }
-      source.handler(source, events)
+      source.handler(source, DescriptorSource.events(fromEpoll: delivery.raw))
       handled = true
       if onlyOne { break }
     }
@@ -212,5 +254,35 @@ extension Loop {
     if mode.tokenForDescriptor[source.fileDescriptor] == token {
       mode.epoll.remove(source.fileDescriptor)
     }
+  }
+
+  /// Replaces the mode's epoll set with a fresh one holding the wake-up eventfd, the timerfd
+  /// and every live registration whose fd number is still ours. The loop may be asleep in the
+  /// old set (it holds a reference to it), so it is woken to move over.
+  func rebuildEpollSetLocked(_ mode: ModeState) {
+    var live: [(fd: Int32, mask: UInt32, token: UInt64)] = []
+    for (token, source) in mode.descriptors {
+      guard mode.tokenForDescriptor[source.fileDescriptor] == token,
+        source.registrations.contains(where: { $0.token == token && !$0.parked })
+      else { continue }
+      live.append(
+        (source.fileDescriptor, source.binding.lock.withLock { source.epollMaskUnlocked }, token))
+    }
+    let refused: [UInt64]
+    do {
+      refused = try mode.replaceEpollSet(wakeFD: wakeFD, registrations: live)
+    } catch {
+      preconditionFailure("rebuilding the epoll set of mode \(mode.mode) failed: \(error)")
+    }
+    // Descriptors closed without removing their source can no longer be registered: they
+    // are dead, so they stay out of the set like a hung-up one.
+    for token in refused {
+      guard let source = mode.descriptors[token],
+        let index = source.registrations.firstIndex(where: { $0.token == token })
+      else { continue }
+      source.registrations[index].parked = true
+    }
+    epollRebuilds += 1
+    requestWakeLocked()
   }
 }

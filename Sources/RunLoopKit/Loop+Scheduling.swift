@@ -70,8 +70,9 @@ extension Loop {
     try lock.withLock { () throws(LoopError) in
       try checkUsableLocked(name)
       guard !commonModeNames.contains(name) else { return }
-      commonModeNames.append(name)
+      // Create the mode first: if that fails the set is unchanged and a retry can succeed.
       let mode = try modeLocked(name)
+      commonModeNames.append(name)
       for item in commonItems where !item.memberModes.contains(where: { $0 === mode }) {
         do throws(LoopError) {
           if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
@@ -103,13 +104,19 @@ extension Loop {
     try lock.withLock { () throws(LoopError) in
       guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
       guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
-      try item.binding.bind(to: self)
-      if name == .common {
-        guard !commonItems.contains(where: { $0 === item }) else { return }
-        callouts = try attachAllOrNoneLocked(item, to: commonModeNames)
-        commonItems.append(item)
-      } else {
-        callouts = try attachAllOrNoneLocked(item, to: [name])
+      let newlyBound = try item.binding.bind(to: self)
+      do throws(LoopError) {
+        if name == .common {
+          guard !commonItems.contains(where: { $0 === item }) else { return }
+          callouts = try attachAllOrNoneLocked(item, to: commonModeNames)
+          commonItems.append(item)
+        } else {
+          callouts = try attachAllOrNoneLocked(item, to: [name])
+        }
+      } catch {
+        // Nothing half-done: an item refused on its first add is not bound to this loop.
+        if newlyBound && item.memberModes.isEmpty { item.binding.unbind() }
+        throw error
       }
     }
     for callout in callouts { callout() }
@@ -230,11 +237,18 @@ extension Loop {
       tornDown = true
       var callouts: [Callout] = []
       for mode in modes.values {
-        let items: [any LoopItem] =
-          mode.manualSources + Array(mode.descriptors.values) + mode.timers.entries.map(\.timer)
-          + mode.observers
+        let timers =
+          mode.timers.entries.map(\.timer)
+          + firingTimers.filter { $0.slots.contains { $0.mode === mode } }
+        let descriptors = Array(mode.descriptors.values)
+        let items: [any LoopItem] = mode.manualSources + descriptors + timers + mode.observers
         for item in items {
           if let callout = item.detachLocked(from: mode, of: self) { callouts.append(callout) }
+        }
+        // Ports learn that nobody will read them any more, so later sends throw.
+        let thread = "\(threadID)"
+        callouts += descriptors.compactMap { source in
+          source.onTeardown.map { hook in { hook(thread) } }
         }
         mode.close()
       }

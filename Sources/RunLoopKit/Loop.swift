@@ -45,6 +45,13 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var nextToken: UInt64 = 3
   /// How many times the wake-up eventfd was written: the cost the wake coalescing saves.
   var wakeWrites: UInt64 = 0
+  /// Counts returns from `epoll_wait`; a change while callbacks run means a nested run has
+  /// waited meanwhile and what this pass saw ready may no longer be.
+  var waitGeneration: UInt64 = 0
+  /// Timers whose handler is running, so teardown can reach them while they are out of heaps.
+  var firingTimers: [LoopTimer] = []
+  /// How many times a mode's epoll set was rebuilt to shed a registration it could not remove.
+  var epollRebuilds = 0
 
   struct RunFrame {
     let mode: Mode
@@ -122,7 +129,12 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     notifyObservers(.entry, in: mode)
     let result = iterate(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
     notifyObservers(.exit, in: mode)
-    lock.withLock { _ = frames.popLast() }
+    lock.withLock {
+      _ = frames.popLast()
+      // A nested run may have consumed a wake-up meant for the run it returns to (a block
+      // posted for the outer mode, say); make the outer run look again before it sleeps.
+      if !frames.isEmpty { wakeRequested = true }
+    }
     return result
   }
 

@@ -59,9 +59,14 @@ extension LoopTimer: LoopItem {
   var memberModes: [ModeState] { slots.map(\.mode) }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    mode.timerCount += 1
+    if isFiring {
+      // Out of every heap until its callout ends; finishing the firing puts it in this one too.
+      slots.append(TimerSlot(mode: mode, index: nil))
+      return nil
+    }
     let schedule = binding.lock.withLock { scheduleUnlocked }
     mode.timers.insert(self, in: mode, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
-    mode.timerCount += 1
     mode.rearmTimer()
     return nil
   }

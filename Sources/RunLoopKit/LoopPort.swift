@@ -19,15 +19,17 @@ public final class LoopPort<Message: Sendable>: Sendable {
     let mailbox = try PortMailbox<Message>()
     self.mailbox = mailbox
     self.source = DescriptorSource(
-      fileDescriptor: mailbox.eventFD.fd, interest: .readable, order: order
-    ) {
-      _, _ in
-      for message in mailbox.takeAll() { handler(message) }
-    }
+      fileDescriptor: mailbox.eventFD.fd, interest: .readable, order: order,
+      onTeardown: { thread in mailbox.refuse(.loopTornDown(thread: thread)) },
+      handler: { _, _ in
+        for message in mailbox.takeAll() { handler(message) }
+      })
   }
 
   /// Queues a message and wakes the loop. Safe from any thread. Throws once the port was
-  /// invalidated, so a message is never dropped without the sender knowing.
+  /// invalidated or its loop's thread exited, so a message is never dropped without the
+  /// sender knowing. (Messages accepted before a thread exited stay in the port:
+  /// `invalidate()` hands them back.)
   public func send(_ message: Message) throws(LoopError) {
     try mailbox.post(message)
   }
@@ -54,6 +56,8 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
   private var queue: [Message] = []
   private var signalled = false
   private var closed = false
+  /// Why sends are refused, once they are.
+  private var refusal: LoopError?
 
   init() throws(LoopError) {
     eventFD = try EventFD()
@@ -61,7 +65,7 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
 
   func post(_ message: Message) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
-      guard !closed else { throw .invalidated(item: "LoopPort") }
+      if let refusal { throw refusal }
       queue.append(message)
       // One eventfd write per idle-to-busy transition; the handler drains everything.
       guard !signalled else { return }
@@ -82,9 +86,17 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
 
   var pendingCount: Int { lock.withLock { queue.count } }
 
+  /// Refuses later sends with `error`; queued messages stay for `close()` to hand back.
+  func refuse(_ error: LoopError) {
+    lock.withLock {
+      if refusal == nil { refusal = error }
+    }
+  }
+
   func close() -> [Message] {
     lock.withLock {
       closed = true
+      refusal = .invalidated(item: "LoopPort")
       eventFD.close()
       defer { queue.removeAll() }
       return queue

@@ -12,7 +12,8 @@ final class ModeState {
   static let timerToken: UInt64 = 2
 
   let mode: Loop.Mode
-  let epoll: Epoll
+  /// Replaced (never mutated in place) when the set has to be rebuilt.
+  private(set) var epoll: Epoll
   let timerFD: TimerFD
 
   var manualSources: [ManualSource] = []
@@ -63,6 +64,26 @@ final class ModeState {
     } catch {
       preconditionFailure("re-arming the timer of mode \(mode) failed: \(error)")
     }
+  }
+
+  /// Builds a fresh epoll set with the loop's own descriptors and `registrations`, and makes
+  /// it the mode's set. Returns the tokens whose fd the kernel refused (closed meanwhile).
+  func replaceEpollSet(
+    wakeFD: EventFD, registrations: [(fd: Int32, mask: UInt32, token: UInt64)]
+  ) throws(LoopError) -> [UInt64] {
+    let fresh = try Epoll()
+    try fresh.add(wakeFD.fd, events: CRL_EPOLLIN, token: ModeState.wakeToken)
+    try fresh.add(timerFD.fd, events: CRL_EPOLLIN, token: ModeState.timerToken)
+    var refused: [UInt64] = []
+    for registration in registrations {
+      do throws(LoopError) {
+        try fresh.add(registration.fd, events: registration.mask, token: registration.token)
+      } catch {
+        refused.append(registration.token)
+      }
+    }
+    epoll = fresh
+    return refused
   }
 
   func close() {

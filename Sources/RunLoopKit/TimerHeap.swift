@@ -72,12 +72,18 @@ final class TimerHeap {
     if let moved = slotIndex(of: timer) { siftDown(moved) }
   }
 
-  /// Removes and returns the earliest timer if it is due at `now`, leaving its slot detached.
-  func popDue(now: LoopClock.Instant) -> Entry? {
-    guard let first = entries.first, first.fireDate <= now else { return nil }
-    removeEntry(at: 0)
-    setIndex(nil, for: first.timer)
-    return first
+  /// Every timer due at `now`, earliest first, without removing any. The heap order lets
+  /// the walk stop at the first entry of each subtree that is not due.
+  func due(at now: LoopClock.Instant) -> [LoopTimer] {
+    var found: [Entry] = []
+    var pending = entries.isEmpty ? [] : [0]
+    while let index = pending.popLast() {
+      guard entries[index].fireDate <= now else { continue }
+      found.append(entries[index])
+      if 2 * index + 1 < entries.count { pending.append(2 * index + 1) }
+      if 2 * index + 2 < entries.count { pending.append(2 * index + 2) }
+    }
+    return found.sorted { $0.precedes($1) }.map(\.timer)
   }
 
   /// When the mode's timerfd should go off: the earliest `fireDate + tolerance` over every

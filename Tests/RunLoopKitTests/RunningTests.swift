@@ -138,23 +138,9 @@ extension RunLoopKitTests {
 
     @Test("13. wakeUp() while sleeping causes one more pass and the run does not return")
     func test_13_wakeUpDoesOneMorePass() throws {
-      let recorder = Recorder()
-      let result = Box<Loop.RunResult?>(nil)
-      let thread = LoopThread { loop in
-        result.value = loop.run(for: .milliseconds(600))
-      }
-      try thread.loop.add(ManualSource {}, to: .default)
-      try thread.loop.add(activityLogger(recorder), to: .default)
-      thread.start()
-      #expect(waitUntil { thread.loop.isWaiting })
-      thread.loop.wakeUp()
-      thread.join()
-      #expect(result.value == .timedOut)
-      #expect(
-        recorder.all == [
-          "entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting",
-          "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting", "exit",
-        ])
+      let (result, trace) = try runWithOneWakeUp()
+      #expect(result == .timedOut)
+      #expect(trace == wokenOnceTrace)
     }
 
     @Test(

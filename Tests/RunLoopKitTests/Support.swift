@@ -131,3 +131,36 @@ func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
 func openDescriptorCount() -> Int {
   (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
+
+/// Runs `body` with a fresh non-blocking pipe and closes both ends afterwards.
+func withPipe<T>(_ body: ((read: Int32, write: Int32)) throws -> T) rethrows -> T {
+  let pipe = makePipe()
+  defer {
+    close(pipe.read)
+    close(pipe.write)
+  }
+  return try body(pipe)
+}
+
+/// Lines 13 and 43: a loop with one idle source runs for 600 ms and is woken once while it
+/// sleeps. Returns the run's result and every activity an observer of `.all` saw.
+func runWithOneWakeUp() throws -> (result: Loop.RunResult?, trace: [String]) {
+  let recorder = Recorder()
+  let result = Box<Loop.RunResult?>(nil)
+  let thread = LoopThread { loop in
+    result.value = loop.run(for: .milliseconds(600))
+  }
+  try thread.loop.add(ManualSource {}, to: .default)
+  try thread.loop.add(activityLogger(recorder), to: .default)
+  thread.start()
+  #expect(waitUntil { thread.loop.isWaiting })
+  thread.loop.wakeUp()
+  thread.join()
+  return (result.value, recorder.all)
+}
+
+/// The activities of a run that slept, was woken once, slept again and timed out.
+let wokenOnceTrace = [
+  "entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting",
+  "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting", "exit",
+]
