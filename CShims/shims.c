@@ -1,7 +1,9 @@
 #define _GNU_SOURCE
 #include "CRunLoopShims.h"
 
+#include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -97,3 +99,34 @@ static pthread_t main_thread;
 __attribute__((constructor)) static void crl_record_main_thread(void) { main_thread = pthread_self(); }
 
 pthread_t crl_main_thread(void) { return main_thread; }
+
+int crl_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
+
+int crl_set_thread_affinity(const int *cpus, int count) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int i = 0; i < count; i++) {
+    if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) {
+      errno = EINVAL;
+      return -1;
+    }
+    CPU_SET(cpus[i], &set);
+  }
+  return sched_setaffinity(0, sizeof set, &set);
+}
+
+int crl_set_thread_niceness(int niceness) {
+  return setpriority(PRIO_PROCESS, (id_t)crl_gettid(), niceness);
+}
+
+int crl_thread_create(pthread_t *thread, size_t stack_size, void *(*start)(void *), void *arg) {
+  pthread_attr_t attr;
+  int result = pthread_attr_init(&attr);
+  if (result != 0) return result;
+  if (stack_size > 0) result = pthread_attr_setstacksize(&attr, stack_size);
+  if (result == 0) result = pthread_create(thread, &attr, start, arg);
+  pthread_attr_destroy(&attr);
+  return result;
+}
+
+long crl_page_size(void) { return sysconf(_SC_PAGESIZE); }

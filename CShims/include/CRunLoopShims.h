@@ -49,6 +49,17 @@ int crl_is_main_thread(void);
 /// The main thread's pthread_t, recorded by a load-time constructor.
 pthread_t crl_main_thread(void);
 
+/// Names the calling thread (at most 15 bytes plus NUL); returns 0 or an errno value.
+int crl_set_thread_name(const char *name);
+/// Pins the calling thread to the given CPUs; returns 0 or -1 with errno.
+int crl_set_thread_affinity(const int *cpus, int count);
+/// Sets the calling thread's nice value; returns 0 or -1 with errno.
+int crl_set_thread_niceness(int niceness);
+/// Creates a joinable thread with the given stack size (0 = default); returns 0 or an errno value.
+int crl_thread_create(pthread_t *thread, size_t stack_size, void *(*start)(void *), void *arg);
+/// The page size, for checking stack sizes.
+long crl_page_size(void);
+
 /// epoll event bits, as plain constants for Swift.
 static const uint32_t CRL_EPOLLIN = EPOLLIN;
 static const uint32_t CRL_EPOLLOUT = EPOLLOUT;

@@ -27,6 +27,12 @@ final class Lock: @unchecked Sendable {  // the mutex itself provides the synchr
     precondition(result == 0, "pthread_mutex_unlock failed with \(result)")
   }
 
+  /// Atomically releases the mutex and sleeps on `condition`; the mutex is held on return.
+  func wait(on condition: UnsafeMutablePointer<pthread_cond_t>) {
+    let result = pthread_cond_wait(condition, mutex)
+    precondition(result == 0, "pthread_cond_wait failed with \(result)")
+  }
+
   @inline(__always)
   func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
     lock()

@@ -41,6 +41,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var wakeWritten = false
   /// Set when the owning thread exited and the loop let go of its items and descriptors.
   var tornDown = false
+  /// Set when the owning thread is about to exit and takes the last queued blocks itself.
+  var refusingPosts = false
   /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
   var nextToken: UInt64 = 3
   /// How many times the wake-up eventfd was written: the cost the wake coalescing saves.
@@ -187,6 +189,16 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     }
   }
 
+  /// Ends every active run, innermost first (each returns `.stopped` when control reaches it).
+  /// The resident thread uses it to shut down even while its loop is inside nested runs.
+  func stopAllRuns() {
+    lock.withLock {
+      guard !frames.isEmpty else { return }
+      for index in frames.indices { frames[index].stopRequested = true }
+      requestWakeLocked()
+    }
+  }
+
   /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy, its next
   /// wait returns at once instead. Safe from any thread.
   public func wakeUp() {
@@ -208,7 +220,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     in modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void
   ) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
-      guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+      guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: "\(threadID)") }
       blocks.append(QueuedBlock(modes: modes, block: block))
       requestWakeLocked()
     }
@@ -231,6 +243,16 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     }
     wakeWritten = true
     wakeWrites += 1
+  }
+
+  /// Refuses further `perform`s and hands back the blocks still queued, so a thread about to
+  /// exit can run them itself instead of letting teardown discard them.
+  func closeForPosting() -> [QueuedBlock] {
+    lock.withLock {
+      refusingPosts = true
+      defer { blocks = [] }
+      return blocks
+    }
   }
 
   // MARK: - Helpers for the run path

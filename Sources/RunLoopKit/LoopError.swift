@@ -16,6 +16,13 @@ public enum LoopError: Error, Equatable, Sendable, CustomStringConvertible {
   /// A timer interval, tolerance or delay that is negative, zero where that makes no sense,
   /// NaN or infinite.
   case invalidInterval(name: String, value: String)
+  /// A configuration value that cannot be used, with the reason (a thread name over 15 bytes,
+  /// a stack size below 16 KiB or not a page multiple, an unknown CPU).
+  case invalidArgument(name: String, value: String, reason: String)
+  /// Work was sent to a resident thread after `stop()`; it was not accepted.
+  case stopped(thread: String)
+  /// The call would wait for the calling thread itself (joining a thread from inside it).
+  case calledOnOwnThread(operation: String, thread: String)
 
   public var description: String {
     switch self {
@@ -32,6 +39,12 @@ public enum LoopError: Error, Equatable, Sendable, CustomStringConvertible {
       return "mode name \"\(name)\" cannot be used here"
     case .invalidInterval(let name, let value):
       return "\(name) \(value) is not valid: it must be finite and positive"
+    case .invalidArgument(let name, let value, let reason):
+      return "\(name) \(value) is not valid: \(reason)"
+    case .stopped(let thread):
+      return "resident thread \"\(thread)\" was stopped; the work was not accepted"
+    case .calledOnOwnThread(let operation, let thread):
+      return "\(operation) was called on thread \"\(thread)\" itself, which would wait forever"
     }
   }
 }

@@ -1,0 +1,159 @@
+import Glibc
+
+/// A thread kept alive by its own run loop, ready for work at any time: the pattern iOS code
+/// builds from `NSThread` + `NSRunLoop` + a dummy `NSMachPort`, done once and done right.
+///
+/// Mirrors no single CF type: it is what Foundation's `Thread` plus `RunLoop.run()` are used
+/// for. Differences from that pattern, which are the point of this type:
+/// - the loop is kept alive by the library (no dummy port to remember), and the thread sleeps
+///   in `epoll_wait` with no CPU use while idle;
+/// - `stop()` really stops it (a plain `RunLoop.run()` can never be stopped), from any thread,
+///   including the resident one, after running every block accepted before it;
+/// - work sent after `stop()` throws `.stopped` instead of vanishing;
+/// - `performAndWait` on the thread itself runs inline instead of deadlocking;
+/// - dropping the last reference stops and joins the thread (or detaches it, when the last
+///   reference goes away on the thread itself).
+///
+/// Actors can live on it through `executor` (a `SerialExecutor` and `TaskExecutor`).
+public final class ResidentThread: Sendable {
+  let core: ResidentThreadCore
+
+  /// A serial and task executor that runs jobs on this thread: give an actor
+  /// `nonisolated var unownedExecutor: UnownedSerialExecutor { thread.executor.asUnownedSerialExecutor() }`
+  /// or pass it to `Task(executorPreference:)`. Keep the `ResidentThread` alive while it is used.
+  public let executor: ResidentThreadExecutor
+
+  /// Starts the thread and returns once its loop is running.
+  ///
+  /// - Parameters:
+  ///   - name: at most 15 bytes of UTF-8 (the Linux limit), shown by `top -H`, `ps -L`, gdb.
+  ///   - stackSize: bytes; at least 16 KiB and a multiple of the page size. `nil` = default.
+  ///   - niceness: the thread's nice value (-20...19; lowering it needs CAP_SYS_NICE).
+  ///   - cpuAffinity: CPUs the thread may run on.
+  /// - Throws: `LoopError.invalidArgument` for a bad name, stack size, niceness or CPU set —
+  ///   before any thread is created — or `.system` if the kernel refuses the configuration.
+  public init(
+    name: String, stackSize: Int? = nil, niceness: Int32? = nil, cpuAffinity: Set<Int>? = nil
+  ) throws(LoopError) {
+    let configuration = try ThreadConfiguration(
+      name: name, stackSize: stackSize, niceness: niceness, cpuAffinity: cpuAffinity)
+    core = ResidentThreadCore(configuration: configuration)
+    executor = ResidentThreadExecutor(core: core)
+    try core.start()
+  }
+
+  deinit {
+    core.stop()
+    if core.isCurrent {
+      core.detach()
+    } else {
+      core.join()
+    }
+  }
+
+  public var name: String { core.name }
+
+  /// The thread's run loop: add timers, descriptor sources, ports and observers to it.
+  public var loop: Loop { core.loop }
+
+  /// The kernel's id for the thread (as in `/proc/self/task/<id>`).
+  public var threadID: pid_t { core.threadID }
+
+  /// True when called on the resident thread itself.
+  public var isCurrent: Bool { core.isCurrent }
+
+  /// True from start until `stop()`.
+  public var isRunning: Bool { core.isRunning }
+
+  /// Runs `block` on the thread, after every block this caller posted before it.
+  /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
+  public func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+    try core.perform(block)
+  }
+
+  /// Runs `body` on the thread and waits for it; returns its value or rethrows its error.
+  /// Called on the resident thread itself, it runs `body` inline.
+  /// - Throws: what `body` throws, or `LoopError.stopped` if the thread no longer accepts work.
+  public func performAndWait<T>(_ body: () throws -> T) throws -> T {
+    if isCurrent { return try body() }
+    return try withoutActuallyEscaping(body) { escapable in
+      let handoff = Handoff(escapable)
+      do throws(LoopError) {
+        try core.perform { handoff.run() }
+      } catch {
+        handoff.discard()
+        throw error
+      }
+      return try handoff.waitForResult()
+    }
+  }
+
+  /// Runs `body` on the thread without blocking the caller's thread while it waits.
+  /// - Throws: what `body` throws, or `LoopError.stopped` if the thread no longer accepts work.
+  public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+      do throws(LoopError) {
+        try core.perform { continuation.resume(with: Result { try body() }) }
+      } catch {
+        continuation.resume(throwing: error)
+      }
+    }
+  }
+
+  /// Lets the blocks already accepted finish, then ends the loop and the thread. Idempotent,
+  /// from any thread (on the resident thread it takes effect after the current block).
+  public func stop() { core.stop() }
+
+  /// Waits until the thread is gone (its loop torn down, its fds closed). Call `stop()` first,
+  /// or it waits until someone does.
+  /// - Throws: `.calledOnOwnThread` when called on the resident thread itself.
+  public func join() throws(LoopError) {
+    if let error = core.join() { throw error }
+  }
+
+  /// The thread's private key/value store. Only on the resident thread (traps elsewhere).
+  public var storage: ThreadStorage {
+    precondition(
+      isCurrent,
+      "ResidentThread.storage of \"\(name)\" was used on another thread; use it inside perform { }")
+    return ThreadStorage.current
+  }
+}
+
+/// Carries a non-escaping body to the resident thread and its result back, while the caller
+/// blocks in `waitForResult`, so the body is never used by two threads at once.
+private final class Handoff<T>: @unchecked Sendable {  // fields guarded by `lock`
+  private let lock = Lock()
+  private let done = Condition()
+  private var body: (() throws -> T)?
+  private var result: Result<T, any Error>?
+
+  init(_ body: @escaping () throws -> T) { self.body = body }
+
+  /// Runs the body on the resident thread. The body is dropped before the waiter is woken:
+  /// once `performAndWait` returns, nothing may still hold its non-escaping closure.
+  func run() {
+    let outcome = runBody()
+    lock.withLock {
+      result = outcome
+      done.broadcast()
+    }
+  }
+
+  private func runBody() -> Result<T, any Error> {
+    guard let body = lock.withLock({ self.body.take() }) else {
+      preconditionFailure("performAndWait's body ran twice")
+    }
+    return Result { try body() }
+  }
+
+  /// Drops the body when it was never posted.
+  func discard() { lock.withLock { body = nil } }
+
+  func waitForResult() throws -> T {
+    try lock.withLock {
+      done.wait(on: lock) { result != nil }
+      return result!
+    }.get()
+  }
+}

@@ -1,0 +1,172 @@
+import CRunLoopShims
+import Glibc
+
+/// The state a resident thread shares between its handle (`ResidentThread`), its executor and
+/// the thread itself. The handle's `deinit` stops and joins the thread, so the thread's own
+/// body must never hold the handle: it holds this core instead.
+///
+/// Lifecycle: `starting` → `running` → `stopping` (after `stop()`: nothing new is accepted,
+/// everything accepted before runs) → `exited` (the loop ended and the last blocks ran).
+final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded by `lock`
+  enum State { case starting, running, stopping, exited }
+
+  let configuration: ThreadConfiguration
+  let lock = Lock()
+  private let changed = Condition()
+
+  private var state = State.starting
+  private var startError: LoopError?
+  private var storedLoop: Loop?
+  private var storedThreadID: pid_t = 0
+  private var exitRequested = false
+  /// pthread_join may be called once; later joiners wait for the first to finish.
+  private var joinStarted = false
+  private var joined = false
+  private var detached = false
+  var thread = pthread_t()
+
+  init(configuration: ThreadConfiguration) {
+    self.configuration = configuration
+  }
+
+  var name: String { configuration.name }
+
+  /// Creates the pthread and waits until it runs its loop (or failed to set itself up).
+  func start() throws(LoopError) {
+    let context = Unmanaged.passRetained(self).toOpaque()
+    let result = crl_thread_create(
+      &thread, configuration.stackSize ?? 0,
+      { raw in
+        let core = Unmanaged<ResidentThreadCore>.fromOpaque(raw!).takeRetainedValue()
+        core.main()
+        return nil
+      }, context)
+    guard result == 0 else {
+      Unmanaged<ResidentThreadCore>.fromOpaque(context).release()
+      throw .system(
+        SystemError(operation: "pthread_create", subject: "thread \"\(name)\"", errno: result))
+    }
+    let error = lock.withLock { () -> LoopError? in
+      changed.wait(on: lock) { state != .starting }
+      return startError
+    }
+    if let error {
+      _ = join(fromHandle: true)
+      throw error
+    }
+  }
+
+  // MARK: - The thread
+
+  /// The resident thread's whole life: set up, run the loop until stopped, run what is left.
+  private func main() {
+    let keepAlive: ManualSource
+    let loop: Loop
+    do {
+      try configuration.applyToCurrentThread()
+      loop = Loop.current
+      // The library's own never-signalled source: it keeps the default mode alive, so the
+      // thread sleeps in the kernel with nothing to do instead of returning at once.
+      keepAlive = ManualSource {}
+      try loop.add(keepAlive, to: .default)
+    } catch {
+      lock.withLock {
+        startError = error
+        state = .exited
+        changed.broadcast()
+      }
+      return
+    }
+    lock.withLock {
+      storedLoop = loop
+      storedThreadID = crl_gettid()
+      state = .running
+      changed.broadcast()
+    }
+    // `run()` alone could never be stopped for good (any stop only ends one run); the loop
+    // goes round until the stop block queued by `stop()` has run.
+    while !lock.withLock({ exitRequested }) {
+      loop.run(in: .default)
+    }
+    // Anything posted straight to the loop before it closed still runs; later posts throw.
+    for queued in loop.closeForPosting() { queued.block() }
+    keepAlive.invalidate()
+    lock.withLock {
+      state = .exited
+      changed.broadcast()
+    }
+  }
+
+  // MARK: - Posting
+
+  var loop: Loop {
+    lock.withLock {
+      guard let storedLoop else { preconditionFailure("resident thread \(name) has no loop yet") }
+      return storedLoop
+    }
+  }
+
+  var threadID: pid_t { lock.withLock { storedThreadID } }
+
+  var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+
+  var isRunning: Bool { lock.withLock { state == .running } }
+
+  /// Queues a block in every common mode of the thread's loop. The state check and the
+  /// enqueue happen under one lock hold, so each post lands either before the stop block
+  /// (and runs) or is refused (and throws): never neither.
+  func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard state == .running, let storedLoop else { throw .stopped(thread: name) }
+      try storedLoop.perform(in: [.common], block)
+    }
+  }
+
+  /// Asks the thread to finish the work already accepted, then end. Idempotent; any thread.
+  func stop() {
+    lock.withLock {
+      guard state == .running, let storedLoop else { return }
+      state = .stopping
+      try? storedLoop.perform(in: [.common]) { [self] in
+        lock.withLock { exitRequested = true }
+        storedLoop.stopAllRuns()
+      }
+    }
+  }
+
+  // MARK: - Joining
+
+  /// Waits until the thread has exited and its loop was torn down. `fromHandle` joins even a
+  /// thread that failed to start; callers on the thread itself are refused.
+  @discardableResult
+  func join(fromHandle: Bool = false) -> LoopError? {
+    if isCurrent { return .calledOnOwnThread(operation: "join()", thread: name) }
+    let doJoin = lock.withLock { () -> Bool in
+      changed.wait(on: lock) { state == .exited }
+      if detached { return false }
+      if joinStarted {
+        changed.wait(on: lock) { joined }
+        return false
+      }
+      joinStarted = true
+      return true
+    }
+    guard doJoin else { return nil }
+    // Returns once the thread is gone, after its TLS destructors tore the loop down.
+    pthread_join(thread, nil)
+    lock.withLock {
+      joined = true
+      changed.broadcast()
+    }
+    return nil
+  }
+
+  /// For a handle dropped on the thread itself: nobody can join it, so let it clean up alone.
+  func detach() {
+    lock.withLock {
+      guard !joinStarted, !detached else { return }
+      detached = true
+    }
+    pthread_detach(thread)
+  }
+}

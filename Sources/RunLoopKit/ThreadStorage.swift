@@ -1,0 +1,49 @@
+import Glibc
+
+/// A typed key for `ThreadStorage`. Each `init` makes a new, distinct key (keep it in a
+/// `static let`); copies of a key are the same key.
+public struct ThreadStorageKey<Value>: Hashable, Sendable {
+  private let id = SignalClock.next()
+  public let name: String
+
+  public init(_ name: String) { self.name = name }
+}
+
+/// A per-thread key/value store, like `Thread.threadDictionary` but typed: values are read
+/// back with the type their key declares. Each thread has its own, created on first use and
+/// released when the thread exits. Not `Sendable`: it only ever belongs to one thread.
+public final class ThreadStorage {
+  private var values: [AnyHashable: Any] = [:]
+
+  fileprivate init() {}
+
+  /// The calling thread's store.
+  public static var current: ThreadStorage {
+    if let stored = pthread_getspecific(threadStorageKey) {
+      return Unmanaged<ThreadStorage>.fromOpaque(stored).takeUnretainedValue()
+    }
+    let storage = ThreadStorage()
+    pthread_setspecific(threadStorageKey, Unmanaged.passRetained(storage).toOpaque())
+    return storage
+  }
+
+  public subscript<Value>(key: ThreadStorageKey<Value>) -> Value? {
+    get { values[key] as? Value }
+    set { values[key] = newValue }
+  }
+
+  /// Removes every value.
+  public func removeAll() { values.removeAll() }
+
+  public var count: Int { values.count }
+}
+
+private let threadStorageKey: pthread_key_t = {
+  var key = pthread_key_t()
+  let result = pthread_key_create(&key) { value in
+    guard let value else { return }
+    Unmanaged<ThreadStorage>.fromOpaque(value).release()
+  }
+  precondition(result == 0, "pthread_key_create failed with \(result)")
+  return key
+}()
