@@ -73,5 +73,49 @@ extension RunLoopKitTests {
       }
       #expect(result == .handledSource)
     }
+
+    @Test("4. A resident thread: send it work, wait for it, await it, stop it")
+    func tourResidentThread() async throws {
+      // --- README: resident thread ---
+      let searcher = try ResidentThread(name: "search")
+      let rows = ["apple", "apricot", "banana"]  // stands for results bound to one thread
+      try searcher.perform { print("on it: \(searcher.isCurrent)") }  // async, FIFO per poster
+      let count = try searcher.performAndWait { rows.count }  // waits; inline if on the thread
+      let hits = try await searcher.run { rows.filter { $0.hasPrefix("ap") } }  // no thread blocked
+      searcher.stop()  // runs what was already sent, then ends the loop and the thread
+      try searcher.join()
+      // --- end ---
+      #expect(count == 3)
+      #expect(hits == ["apple", "apricot"])
+      #expect(throws: LoopError.stopped(thread: "search")) { try searcher.perform {} }
+    }
+
+    @Test("5. An actor pinned to a resident thread")
+    func tourPinnedActor() async throws {
+      let thread = try ResidentThread(name: "db")
+      let index = SearchIndex(thread: thread)
+      await index.insert("apple")
+      let found = await index.find("app")
+      #expect(found == ["apple"])
+      thread.stop()
+      try thread.join()
+    }
   }
 }
+
+// --- README: pinned actor ---
+actor SearchIndex {
+  let thread: ResidentThread
+  private var words: [String] = []
+
+  init(thread: ResidentThread) { self.thread = thread }
+
+  // Every job of this actor runs on `thread`, one at a time.
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    thread.executor.asUnownedSerialExecutor()
+  }
+
+  func insert(_ word: String) { words.append(word) }
+  func find(_ prefix: String) -> [String] { words.filter { $0.hasPrefix(prefix) } }
+}
+// --- end ---
