@@ -130,3 +130,8 @@ int crl_thread_create(pthread_t *thread, size_t stack_size, void *(*start)(void 
 }
 
 long crl_page_size(void) { return sysconf(_SC_PAGESIZE); }
+
+long crl_stack_minimum(void) {
+  long value = sysconf(_SC_THREAD_STACK_MIN);
+  return value > 0 ? value : 16384;
+}

@@ -59,6 +59,8 @@ int crl_set_thread_niceness(int niceness);
 int crl_thread_create(pthread_t *thread, size_t stack_size, void *(*start)(void *), void *arg);
 /// The page size, for checking stack sizes.
 long crl_page_size(void);
+/// PTHREAD_STACK_MIN as this system reports it.
+long crl_stack_minimum(void);
 
 /// epoll event bits, as plain constants for Swift.
 static const uint32_t CRL_EPOLLIN = EPOLLIN;

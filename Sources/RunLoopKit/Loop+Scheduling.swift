@@ -233,8 +233,11 @@ extension Loop {
   /// drops timers and observers, and closes every descriptor the loop opened. Blocks still
   /// queued are discarded; `perform` throws from now on, so no new block is lost silently.
   func tearDown() {
-    let callouts = lock.withLock { () -> [Callout] in
+    let (callouts, retired) = lock.withLock { () -> ([Callout], [Any]) in
       tornDown = true
+      // Everything the loop let go of is released only after the lock is: an item's handler
+      // may hold the last reference to something whose deinit calls back into this loop.
+      let retired: [Any] = [Array(modes.values), commonItems, blocks, firingTimers]
       var callouts: [Callout] = []
       for mode in modes.values {
         let timers =
@@ -255,10 +258,13 @@ extension Loop {
       modes = [:]
       commonItems = []
       blocks = []
+      firingTimers = []
       wakeFD.close()
-      return callouts
+      return (callouts, retired)
     }
-    for callout in callouts { callout() }
+    withExtendedLifetime(retired) {
+      for callout in callouts { callout() }
+    }
   }
 
   /// The loop's own descriptors (wake-up eventfd, and each mode's epoll fd and timerfd), for

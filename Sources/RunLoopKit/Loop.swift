@@ -63,6 +63,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   struct QueuedBlock {
     let modes: [Mode]
     let block: @Sendable () -> Void
+    /// Runs in whatever mode the loop runs next (the resident thread's stop block).
+    var inAnyMode = false
   }
 
   init(thread: pthread_t, threadID: pid_t) {
@@ -245,11 +247,21 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     wakeWrites += 1
   }
 
-  /// Refuses further `perform`s and hands back the blocks still queued, so a thread about to
-  /// exit can run them itself instead of letting teardown discard them.
-  func closeForPosting() -> [QueuedBlock] {
+  /// Queues a block that runs in whichever mode the loop runs next, nested runs included.
+  func performInAnyMode(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: "\(threadID)") }
+      blocks.append(QueuedBlock(modes: [], block: block, inAnyMode: true))
+      requestWakeLocked()
+    }
+  }
+
+  /// For a thread about to exit: hands back the blocks still queued so it can run them itself
+  /// instead of letting teardown discard them, or, when none are left, refuses every later
+  /// `perform`. Call it until it returns nothing: blocks run from one batch may post more.
+  func takeQueuedBlocksOrClose() -> [QueuedBlock] {
     lock.withLock {
-      refusingPosts = true
+      if blocks.isEmpty { refusingPosts = true }
       defer { blocks = [] }
       return blocks
     }
@@ -283,7 +295,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   func appliesLocked(_ block: QueuedBlock, to mode: Mode) -> Bool {
-    block.modes.contains { $0 == mode || ($0 == .common && commonModeNames.contains(mode)) }
+    block.inAnyMode
+      || block.modes.contains { $0 == mode || ($0 == .common && commonModeNames.contains(mode)) }
   }
 
   private func takeStopRequest() -> Bool {

@@ -15,6 +15,10 @@ import Glibc
 ///   reference goes away on the thread itself).
 ///
 /// Actors can live on it through `executor` (a `SerialExecutor` and `TaskExecutor`).
+///
+/// A timer, source or block on the thread's own loop that captures the `ResidentThread`
+/// strongly keeps it alive, so "dropping the last reference" never happens: capture it weakly
+/// there, or call `stop()` explicitly.
 public final class ResidentThread: Sendable {
   let core: ResidentThreadCore
 
@@ -44,7 +48,9 @@ public final class ResidentThread: Sendable {
 
   deinit {
     core.stop()
-    if core.isCurrent {
+    // On the resident thread itself (in a block, or in its thread-exit destructors) nobody
+    // could join it: let it clean up alone.
+    if core.isOwnPthread {
       core.detach()
     } else {
       core.join()

@@ -35,7 +35,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   func start() throws(LoopError) {
     let context = Unmanaged.passRetained(self).toOpaque()
     let result = crl_thread_create(
-      &thread, configuration.stackSize ?? 0,
+      &thread, configuration.allocatedStackSize ?? 0,
       { raw in
         let core = Unmanaged<ResidentThreadCore>.fromOpaque(raw!).takeRetainedValue()
         core.main()
@@ -43,6 +43,13 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
       }, context)
     guard result == 0 else {
       Unmanaged<ResidentThreadCore>.fromOpaque(context).release()
+      // No thread exists: mark it exited and joined so the handle's deinit does not wait.
+      lock.withLock {
+        state = .exited
+        joinStarted = true
+        joined = true
+        changed.broadcast()
+      }
       throw .system(
         SystemError(operation: "pthread_create", subject: "thread \"\(name)\"", errno: result))
     }
@@ -60,6 +67,10 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
 
   /// The resident thread's whole life: set up, run the loop until stopped, run what is left.
   private func main() {
+    // Marks this thread as this core's, for `isCurrent`. A pthread_t alone cannot say that:
+    // glibc hands a joined thread's pthread_t to the next thread it creates.
+    pthread_setspecific(residentCoreKey, Unmanaged.passUnretained(self).toOpaque())
+    defer { pthread_setspecific(residentCoreKey, nil) }
     let keepAlive: ManualSource
     let loop: Loop
     do {
@@ -88,9 +99,14 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     while !lock.withLock({ exitRequested }) {
       loop.run(in: .default)
     }
-    // Anything posted straight to the loop before it closed still runs; later posts throw.
-    for queued in loop.closeForPosting() { queued.block() }
+    // Anything accepted before the loop closed still runs (blocks posted straight to the
+    // loop, executor jobs of tasks that were in flight); once none are left, posts throw.
     keepAlive.invalidate()
+    while true {
+      let batch = loop.takeQueuedBlocksOrClose()
+      if batch.isEmpty { break }
+      for queued in batch { queued.block() }
+    }
     lock.withLock {
       state = .exited
       changed.broadcast()
@@ -108,7 +124,13 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
 
   var threadID: pid_t { lock.withLock { storedThreadID } }
 
-  var isCurrent: Bool { pthread_equal(pthread_self(), thread) != 0 }
+  var isCurrent: Bool {
+    pthread_getspecific(residentCoreKey) == Unmanaged.passUnretained(self).toOpaque()
+  }
+
+  /// True on the pthread this core created, even during its thread-exit destructors (when
+  /// `isCurrent` is already false). Only meaningful before that thread has been joined.
+  var isOwnPthread: Bool { pthread_equal(pthread_self(), thread) != 0 }
 
   var isRunning: Bool { lock.withLock { state == .running } }
 
@@ -122,12 +144,25 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     }
   }
 
+  /// Queues an executor job. Unlike `perform`, this is still accepted while the thread is
+  /// stopping: a task that was already running on the thread must be able to resume there.
+  func enqueueJob(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard state == .running || state == .stopping, let storedLoop else {
+        throw .stopped(thread: name)
+      }
+      try storedLoop.perform(in: [.common], block)
+    }
+  }
+
   /// Asks the thread to finish the work already accepted, then end. Idempotent; any thread.
+  /// The stop block runs in whichever mode the loop runs next, so a nested run in a mode that
+  /// is not common cannot hold the thread up.
   func stop() {
     lock.withLock {
       guard state == .running, let storedLoop else { return }
       state = .stopping
-      try? storedLoop.perform(in: [.common]) { [self] in
+      try? storedLoop.performInAnyMode { [self] in
         lock.withLock { exitRequested = true }
         storedLoop.stopAllRuns()
       }
@@ -170,3 +205,11 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     pthread_detach(thread)
   }
 }
+
+/// Which resident thread (if any) the calling thread is: set for the life of its `main()`.
+private let residentCoreKey: pthread_key_t = {
+  var key = pthread_key_t()
+  let result = pthread_key_create(&key, nil)
+  precondition(result == 0, "pthread_key_create failed with \(result)")
+  return key
+}()

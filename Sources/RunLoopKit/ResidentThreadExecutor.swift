@@ -15,12 +15,12 @@ public final class ResidentThreadExecutor: SerialExecutor, TaskExecutor, Sendabl
     let serial = asUnownedSerialExecutor()
     let task = asUnownedTaskExecutor()
     do throws(LoopError) {
-      try core.perform { unowned.runSynchronously(isolatedTo: serial, taskExecutor: task) }
+      try core.enqueueJob { unowned.runSynchronously(isolatedTo: serial, taskExecutor: task) }
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
       fatalError(
-        "RunLoopKit: a job was enqueued on resident thread \"\(core.name)\" after it was "
-          + "stopped. Keep the ResidentThread running for as long as actors or tasks use its executor."
+        "RunLoopKit: a job was enqueued on resident thread \"\(core.name)\" after it had "
+          + "exited. Keep the ResidentThread running for as long as actors or tasks use its executor."
       )
     }
   }

@@ -7,6 +7,10 @@ struct ThreadConfiguration: Sendable {
   /// glibc's PTHREAD_STACK_MIN on the platforms Swift supports.
   static let minimumStackSize = 16 * 1024
 
+  /// Swift's runtime needs more than the 16 KiB a C thread can live with: a thread started with
+  /// less crashes in metadata instantiation. Smaller (valid) requests are rounded up to this.
+  static let smallestUsableStack = 64 * 1024
+
   let name: String
   let stackSize: Int?
   let niceness: Int32?
@@ -52,6 +56,12 @@ struct ThreadConfiguration: Sendable {
     self.stackSize = stackSize
     self.niceness = niceness
     self.cpuAffinity = cpuAffinity.map { $0.sorted().map { Int32($0) } }
+  }
+
+  /// What is actually asked of pthread: the requested size, but no less than what Swift needs
+  /// or than the platform's PTHREAD_STACK_MIN.
+  var allocatedStackSize: Int? {
+    stackSize.map { max($0, ThreadConfiguration.smallestUsableStack, Int(crl_stack_minimum())) }
   }
 
   /// Applies name, niceness and affinity to the calling thread (the new one, as it starts).
