@@ -82,22 +82,30 @@ extension Loop {
 
   /// Sleeps in the mode's epoll set until a descriptor, the mode's timer or the wake-up port
   /// fires, or the deadline passes. With `poll` it only looks, without sleeping.
-  func waitForEvents(in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool)
-    -> WakeResult
-  {
+  func waitForEvents(
+    in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool
+  ) -> WakeResult {
     var forcePoll = poll
-    let epoll = lock.withLock { () -> Epoll in
+    var events: [Epoll.Event]?
+    // Held for the whole wait: a rebuild may swap the mode's set while we sleep in this one.
+    let (epoll, policy) = lock.withLock { (mode.epoll, self.policy) }
+    if !forcePoll && !wakePending.load(ordering: .acquiring) {
+      switch policy {
+      case .sleep: break
+      case .spinThenSleep(let window): events = spin(on: epoll, window: window, until: deadline)
+      case .busyWait: events = spin(on: epoll, window: nil, until: deadline)
+      }
+    }
+    lock.withLock {
       // Someone asked for a wake while we were busy: answer it by not sleeping.
       if wakeRequested {
         wakeRequested = false
+        wakePending.store(false, ordering: .relaxed)
         forcePoll = true
       }
-      sleeping = !forcePoll
-      // Held for the whole wait: a rebuild may swap the mode's set while we sleep in this one.
-      return mode.epoll
+      sleeping = !forcePoll && events == nil
     }
-    var events: [Epoll.Event]?
-    repeat {
+    while events == nil {
       // Recomputed on every try, so signals interrupting the wait never stretch the deadline.
       var timeout: Int64 = -1
       if forcePoll {
@@ -110,7 +118,7 @@ extension Loop {
       } catch {
         preconditionFailure("waiting on the epoll set of mode \(mode.mode) failed: \(error)")
       }
-    } while events == nil
+    }
     var result = WakeResult()
     lock.withLock {
       sleeping = false

@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import Synchronization
 
 /// A thread's run loop. Mirrors `CFRunLoop`: one per thread, created on first use by
 /// `Loop.current`, run in named modes, fed by manual sources (source0), descriptor sources
@@ -54,6 +55,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var firingTimers: [LoopTimer] = []
   /// How many times a mode's epoll set was rebuilt to shed a registration it could not remove.
   var epollRebuilds = 0
+  /// See `WaitPolicy`.
+  var policy = WaitPolicy.sleep
+  /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
+  let wakePending = Atomic<Bool>(false)
 
   struct RunFrame {
     let mode: Mode
@@ -235,6 +240,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     guard !tornDown else { return }
     guard sleeping else {
       wakeRequested = true
+      wakePending.store(true, ordering: .releasing)
       return
     }
     guard !wakeWritten else { return }
@@ -309,6 +315,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
   /// A wake-up requested before this point is answered by the pass that starts now.
   private func beginPass() {
-    lock.withLock { wakeRequested = false }
+    lock.withLock {
+      wakeRequested = false
+      wakePending.store(false, ordering: .relaxed)
+    }
   }
 }

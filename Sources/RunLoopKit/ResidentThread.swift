@@ -34,13 +34,16 @@ public final class ResidentThread: Sendable {
   ///   - stackSize: bytes; at least 16 KiB and a multiple of the page size. `nil` = default.
   ///   - niceness: the thread's nice value (-20...19; lowering it needs CAP_SYS_NICE).
   ///   - cpuAffinity: CPUs the thread may run on.
+  ///   - waitPolicy: how its loop waits when idle (default: sleep at once, no CPU).
   /// - Throws: `LoopError.invalidArgument` for a bad name, stack size, niceness or CPU set —
   ///   before any thread is created — or `.system` if the kernel refuses the configuration.
   public init(
-    name: String, stackSize: Int? = nil, niceness: Int32? = nil, cpuAffinity: Set<Int>? = nil
+    name: String, stackSize: Int? = nil, niceness: Int32? = nil, cpuAffinity: Set<Int>? = nil,
+    waitPolicy: Loop.WaitPolicy = .sleep
   ) throws(LoopError) {
     let configuration = try ThreadConfiguration(
-      name: name, stackSize: stackSize, niceness: niceness, cpuAffinity: cpuAffinity)
+      name: name, stackSize: stackSize, niceness: niceness, cpuAffinity: cpuAffinity,
+      waitPolicy: waitPolicy)
     core = ResidentThreadCore(configuration: configuration)
     executor = ResidentThreadExecutor(core: core)
     try core.start()

@@ -76,6 +76,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     do {
       try configuration.applyToCurrentThread()
       loop = Loop.current
+      loop.waitPolicy = configuration.waitPolicy
       // The library's own never-signalled source: it keeps the default mode alive, so the
       // thread sleeps in the kernel with nothing to do instead of returning at once.
       keepAlive = ManualSource {}

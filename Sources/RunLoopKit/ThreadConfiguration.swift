@@ -15,8 +15,12 @@ struct ThreadConfiguration: Sendable {
   let stackSize: Int?
   let niceness: Int32?
   let cpuAffinity: [Int32]?
+  let waitPolicy: Loop.WaitPolicy
 
-  init(name: String, stackSize: Int?, niceness: Int32?, cpuAffinity: Set<Int>?) throws(LoopError) {
+  init(
+    name: String, stackSize: Int?, niceness: Int32?, cpuAffinity: Set<Int>?,
+    waitPolicy: Loop.WaitPolicy = .sleep
+  ) throws(LoopError) {
     let bytes = name.utf8.count
     guard bytes <= ThreadConfiguration.maximumNameBytes else {
       throw .invalidArgument(
@@ -56,6 +60,7 @@ struct ThreadConfiguration: Sendable {
     self.stackSize = stackSize
     self.niceness = niceness
     self.cpuAffinity = cpuAffinity.map { $0.sorted().map { Int32($0) } }
+    self.waitPolicy = waitPolicy
   }
 
   /// What is actually asked of pthread: the requested size, but no less than what Swift needs

@@ -1,0 +1,50 @@
+extension Loop {
+  /// How a loop waits when a pass leaves it nothing to do: the trade between wake latency and
+  /// CPU. CFRunLoop always sleeps; the spinning policies are RunLoopKit's addition, measured
+  /// against pure busy-waiting by `runloop-bench`.
+  public enum WaitPolicy: Sendable, Equatable, CustomStringConvertible {
+    /// Block in `epoll_wait` at once (the default, and CF's behaviour): no CPU while idle.
+    case sleep
+    /// Poll without sleeping for up to the given window, then block. Work that arrives inside
+    /// the window is picked up without a kernel wake-up, and its poster makes no syscall.
+    case spinThenSleep(Duration)
+    /// Never block: poll until there is work. Lowest latency, one full core while idle.
+    case busyWait
+
+    public var description: String {
+      switch self {
+      case .sleep: "sleep"
+      case .spinThenSleep(let window): "spin \(window) then sleep"
+      case .busyWait: "busy-wait"
+      }
+    }
+  }
+
+  /// How this loop waits when idle. Safe to set from any thread; applies from the next wait.
+  public var waitPolicy: WaitPolicy {
+    get { lock.withLock { policy } }
+    set { lock.withLock { policy = newValue } }
+  }
+
+  /// Spins (checking the wake flag at every turn and the mode's epoll set every few turns)
+  /// until work shows up or the window ends. Returns the epoll events if any arrived, an empty
+  /// list if a wake-up was posted, or nil when the window passed with nothing to do.
+  func spin(
+    on epoll: Epoll, window: Duration?, until deadline: LoopClock.Instant?
+  ) -> [Epoll.Event]? {
+    let start = LoopClock.Instant.now
+    let windowEnd = window.map { start.advanced(by: $0) } ?? .distantFuture
+    let end = min(windowEnd, deadline ?? .distantFuture)
+    var turn = 0
+    while true {
+      if wakePending.load(ordering: .acquiring) { return [] }
+      // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
+      // and timers can afford a few turns' delay.
+      if turn % 16 == 0 {
+        if let events = try? epoll.wait(timeoutNanoseconds: 0), !events.isEmpty { return events }
+        if LoopClock.Instant.now >= end { return nil }
+      }
+      turn &+= 1
+    }
+  }
+}
