@@ -6,6 +6,7 @@ let package = Package(
   products: [
     .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
     .executable(name: "runloop-demo", targets: ["runloop-demo"]),
+    .executable(name: "runloop-bench", targets: ["runloop-bench"]),
   ],
   targets: [
     // The kernel interfaces Glibc does not import: epoll, eventfd, timerfd, thread helpers.
@@ -19,6 +20,13 @@ let package = Package(
       name: "runloop-demo",
       dependencies: ["RunLoopKit"],
       path: "Sources/runloop-demo"
+    ),
+    // The C floors the benchmark measures against (eventfd+epoll, condvar, spinning).
+    .target(name: "CBenchBaselines", path: "Benchmarks/CBaselines"),
+    .executableTarget(
+      name: "runloop-bench",
+      dependencies: ["RunLoopKit", "CBenchBaselines", "CRunLoopShims"],
+      path: "Benchmarks/runloop-bench"
     ),
     .testTarget(
       name: "RunLoopKitTests",

@@ -60,23 +60,23 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
   /// (negative waits forever). Returns nil when a signal interrupted the wait (EINTR), so
   /// the caller can retry with the time that is actually left. Only the owning loop's
   /// thread calls this.
-  func wait(timeoutNanoseconds: Int64) throws(LoopError) -> [Event]? {
+  ///
+  /// Returns how many events arrived; read them with `event(_:)` before the next wait. (No
+  /// array is built: the path from a wake-up to the work it brings allocates nothing.)
+  func wait(timeoutNanoseconds: Int64) throws(LoopError) -> Int? {
     let count = crl_epoll_wait(fd, buffer, Int32(capacity), timeoutNanoseconds)
     if count < 0 {
       let code = crl_errno()
       if code == EINTR { return nil }
       throw .system(SystemError(operation: "epoll_pwait2", subject: "epoll fd \(fd)", errno: code))
     }
-    var events: [Event] = []
-    events.reserveCapacity(Int(count))
-    for index in 0..<Int(count) {
-      events.append(
-        Event(
-          token: crl_epoll_event_data(buffer + index),
-          events: crl_epoll_event_events(buffer + index))
-      )
-    }
-    return events
+    return Int(count)
+  }
+
+  /// The `index`th event of the last wait.
+  func event(_ index: Int) -> Event {
+    Event(
+      token: crl_epoll_event_data(buffer + index), events: crl_epoll_event_events(buffer + index))
   }
 
   func close() {

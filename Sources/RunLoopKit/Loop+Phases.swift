@@ -15,10 +15,8 @@ extension Loop {
   // MARK: Observers
 
   func notifyObservers(_ activity: Activity, in mode: ModeState) {
-    let observers = lock.withLock { () -> [LoopObserver] in
-      guard mode.observedActivities.contains(activity) else { return [] }
-      return mode.observers.filter { $0.activities.contains(activity) }
-    }
+    guard mode.observedActivities.load(ordering: .relaxed) & activity.rawValue != 0 else { return }
+    let observers = lock.withLock { mode.observers.filter { $0.activities.contains(activity) } }
     for observer in observers {
       // CF's rule: an observer is never told again while its own callback is still running.
       let callNow = lock.withLock { () -> Bool in
@@ -39,17 +37,20 @@ extension Loop {
   /// Runs every queued block that applies to this mode, in queue order. Blocks queued while
   /// these run wait for the next drain, so a block that queues a block cannot recurse.
   func performBlocks(in mode: ModeState) {
-    let runnable = lock.withLock { () -> [QueuedBlock] in
-      guard !blocks.isEmpty else { return [] }
-      var run: [QueuedBlock] = []
-      var keep: [QueuedBlock] = []
-      for block in blocks {
-        if appliesLocked(block, to: mode.mode) { run.append(block) } else { keep.append(block) }
-      }
-      blocks = keep
-      return run
+    // Take the whole queue in O(1) and sort it out with the lock released, so posters are
+    // never held up by a long queue. Blocks for other modes go back in front of anything
+    // posted meanwhile, keeping the queue's order.
+    var (taken, commonModes) = lock.withLock { () -> ([QueuedBlock], [Mode]) in
+      defer { blocks = [] }
+      return (blocks, commonModeNames)
     }
-    for queued in runnable { queued.block() }
+    guard !taken.isEmpty else { return }
+    if !taken.allSatisfy({ $0.applies(to: mode.mode, commonModes: commonModes) }) {
+      let kept = taken.filter { !$0.applies(to: mode.mode, commonModes: commonModes) }
+      taken.removeAll { !$0.applies(to: mode.mode, commonModes: commonModes) }
+      lock.withLock { blocks = kept + blocks }
+    }
+    for queued in taken { queued.block() }
   }
 
   // MARK: Manual sources
@@ -86,14 +87,27 @@ extension Loop {
     in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool
   ) -> WakeResult {
     var forcePoll = poll
-    var events: [Epoll.Event]?
+    var spun: [Epoll.Event]?
     // Held for the whole wait: a rebuild may swap the mode's set while we sleep in this one.
-    let (epoll, policy) = lock.withLock { (mode.epoll, self.policy) }
+    let (epoll, policy) = lock.withLock { () -> (Epoll, WaitPolicy) in
+      if mode.timerNeedsArming { mode.rearmTimer() }
+      // The wake-up eventfd is drained here, before the next wait, rather than right after
+      // the wake: that keeps a read syscall off the path from wake-up to the posted work.
+      // A write decided under the lock may land only after this drain (it is made after the
+      // poster releases the lock); the wait then returns at once with the eventfd readable,
+      // which `wakeFDReadable` catches so the following wait drains it.
+      if wakeWritten || wakeFDReadable {
+        wakeWritten = false
+        wakeFDReadable = false
+        _ = try? wakeFD.drain()
+      }
+      return (mode.epoll, self.policy)
+    }
     if !forcePoll && !wakePending.load(ordering: .acquiring) {
       switch policy {
       case .sleep: break
-      case .spinThenSleep(let window): events = spin(on: epoll, window: window, until: deadline)
-      case .busyWait: events = spin(on: epoll, window: nil, until: deadline)
+      case .spinThenSleep(let window): spun = spin(on: epoll, window: window, until: deadline)
+      case .busyWait: spun = spin(on: epoll, window: nil, until: deadline)
       }
     }
     lock.withLock {
@@ -103,9 +117,10 @@ extension Loop {
         wakePending.store(false, ordering: .relaxed)
         forcePoll = true
       }
-      sleeping = !forcePoll && events == nil
+      sleeping = !forcePoll && spun == nil
     }
-    while events == nil {
+    var count: Int?
+    while spun == nil && count == nil {
       // Recomputed on every try, so signals interrupting the wait never stretch the deadline.
       var timeout: Int64 = -1
       if forcePoll {
@@ -114,7 +129,7 @@ extension Loop {
         timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
       }
       do {
-        events = try epoll.wait(timeoutNanoseconds: timeout)
+        count = try epoll.wait(timeoutNanoseconds: timeout)
       } catch {
         preconditionFailure("waiting on the epoll set of mode \(mode.mode) failed: \(error)")
       }
@@ -123,15 +138,11 @@ extension Loop {
     lock.withLock {
       sleeping = false
       waitGeneration &+= 1
-      // The eventfd is written only under this lock with `wakeWritten` set, so draining here
-      // keeps "readable exactly when wakeWritten" true and the next wait cannot spin on it.
-      if wakeWritten {
-        wakeWritten = false
-        _ = try? wakeFD.drain()
-      }
-      for event in events ?? [] {
+      let events = spun ?? []
+      for index in 0..<(spun?.count ?? count ?? 0) {
+        let event = spun == nil ? epoll.event(index) : events[index]
         switch event.token {
-        case ModeState.wakeToken: continue
+        case ModeState.wakeToken: wakeFDReadable = true
         case ModeState.timerToken: result.timerExpired = true
         default: result.ready.append(event)
         }
@@ -141,6 +152,19 @@ extension Loop {
   }
 
   // MARK: Timers
+
+  /// A mode's timers changed. Re-arming its timerfd is a syscall, and an expensive one in a VM
+  /// (it reprograms the hardware timer), so on the loop's own thread it is deferred to the
+  /// loop's next wait on that mode — firing a batch of a thousand timers then costs one
+  /// re-arm, not a thousand. Another thread cannot know when the loop will next look, so
+  /// changes from there re-arm at once: a sleeping loop must wake for a new earlier timer.
+  func timersChangedLocked(in mode: ModeState) {
+    if pthread_equal(pthread_self(), thread) != 0 {
+      mode.timerNeedsArming = true
+    } else {
+      mode.rearmTimer()
+    }
+  }
 
   /// Fires every timer of this mode whose fire date has come, earliest first. Like CF, the
   /// due timers are only candidates: each is checked again right before its own callout, since
@@ -160,7 +184,7 @@ extension Loop {
       if timer.interval == nil { timer.invalidate() }
       lock.withLock { finishFiringLocked(timer, firedAt: firedAt) }
     }
-    lock.withLock { mode.rearmTimer() }
+    lock.withLock { timersChangedLocked(in: mode) }
   }
 
   /// Takes a due timer out of every heap for the length of its callout, so a nested run in
@@ -178,7 +202,7 @@ extension Loop {
     firingTimers.append(timer)
     for slot in timer.slots where slot.index != nil {
       slot.heap.detach(timer)
-      slot.mode.rearmTimer()
+      timersChangedLocked(in: slot.mode)
     }
     return fireDate
   }
@@ -202,7 +226,7 @@ extension Loop {
       } else {
         slot.heap.update(timer, fireDate: date, tolerance: tolerance)
       }
-      slot.mode.rearmTimer()
+      timersChangedLocked(in: slot.mode)
     }
   }
 
@@ -291,6 +315,6 @@ extension Loop {
       source.registrations[index].parked = true
     }
     epollRebuilds += 1
-    requestWakeLocked()
+    _ = requestWakeLocked()  // on the loop thread: sets the flag, never writes
   }
 }

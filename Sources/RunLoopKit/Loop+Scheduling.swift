@@ -1,3 +1,5 @@
+import Glibc
+
 /// Adding, removing and finding items, and the common-mode set. Everything here is safe from
 /// any thread. Schedule and cancel callbacks run after the loop's lock is released.
 extension Loop {
@@ -73,7 +75,7 @@ extension Loop {
       // Create the mode first: if that fails the set is unchanged and a retry can succeed.
       let mode = try modeLocked(name)
       commonModeNames.append(name)
-      for item in commonItems where !item.memberModes.contains(where: { $0 === mode }) {
+      for item in commonItems where !item.isMember(of: mode) {
         do throws(LoopError) {
           if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
         } catch {
@@ -126,12 +128,18 @@ extension Loop {
   private func attachAllOrNoneLocked(
     _ item: some LoopItem, to names: [Mode]
   ) throws(LoopError) -> [Callout] {
+    if names.count == 1 {
+      // One mode (the usual add): nothing to roll back, so no bookkeeping to allocate.
+      let mode = try modeLocked(names[0])
+      if item.isMember(of: mode) { return [] }
+      return try item.attachLocked(to: mode, of: self).map { [$0] } ?? []
+    }
     var joined: [ModeState] = []
     var callouts: [Callout] = []
     do throws(LoopError) {
       for name in names {
         let mode = try modeLocked(name)
-        if item.memberModes.contains(where: { $0 === mode }) { continue }
+        if item.isMember(of: mode) { continue }
         if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
         joined.append(mode)
       }
@@ -153,7 +161,7 @@ extension Loop {
       } else {
         targets = modes[name].map { [$0] } ?? []
       }
-      targets = targets.filter { mode in item.memberModes.contains { $0 === mode } }
+      targets = targets.filter { item.isMember(of: $0) }
       return targets.compactMap { item.detachLocked(from: $0, of: self) }
     }
     for callout in callouts { callout() }
@@ -163,7 +171,7 @@ extension Loop {
     lock.withLock {
       if name == .common { return commonItems.contains { $0 === item } }
       guard let mode = modes[name] else { return false }
-      return item.memberModes.contains { $0 === mode }
+      return item.isMember(of: mode)
     }
   }
 
@@ -185,7 +193,7 @@ extension Loop {
       }
       for slot in timer.slots where slot.index != nil {
         slot.heap.update(timer, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
-        slot.mode.rearmTimer()
+        timersChangedLocked(in: slot.mode)
       }
     }
   }
@@ -259,9 +267,11 @@ extension Loop {
       commonItems = []
       blocks = []
       firingTimers = []
-      wakeFD.close()
       return (callouts, retired)
     }
+    // No new eventfd write can start now (tornDown is set); let those in flight finish.
+    while wakeWritesInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
+    wakeFD.close()
     withExtendedLifetime(retired) {
       for callout in callouts { callout() }
     }

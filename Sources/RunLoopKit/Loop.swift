@@ -59,6 +59,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var policy = WaitPolicy.sleep
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
+  /// Eventfd writes decided under the lock but not yet made; teardown waits for them.
+  let wakeWritesInFlight = Atomic<Int>(0)
+  /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
+  var wakeFDReadable = false
 
   struct RunFrame {
     let mode: Mode
@@ -66,10 +70,26 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   struct QueuedBlock {
-    let modes: [Mode]
+    /// Which modes may run it. One mode needs no array, so the common case allocates nothing.
+    enum Modes {
+      case one(Mode)
+      case list([Mode])
+      /// Whatever mode the loop runs next (the resident thread's stop block).
+      case any
+    }
+    let modes: Modes
     let block: @Sendable () -> Void
-    /// Runs in whatever mode the loop runs next (the resident thread's stop block).
-    var inAnyMode = false
+
+    func applies(to mode: Mode, commonModes: [Mode]) -> Bool {
+      func matches(_ wanted: Mode) -> Bool {
+        wanted == mode || (wanted == .common && commonModes.contains(mode))
+      }
+      switch modes {
+      case .one(let wanted): return matches(wanted)
+      case .list(let wanted): return wanted.contains(where: matches)
+      case .any: return true
+      }
+    }
   }
 
   init(thread: pthread_t, threadID: pid_t) {
@@ -189,27 +209,29 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Ends the innermost active `run` (it returns `.stopped`); wakes the loop if it sleeps.
   /// A stop while the loop is not running is dropped, as in CF. Safe from any thread.
   public func stop() {
-    lock.withLock {
-      guard !frames.isEmpty else { return }
+    let write = lock.withLock { () -> Bool in
+      guard !frames.isEmpty else { return false }
       frames[frames.count - 1].stopRequested = true
-      requestWakeLocked()
+      return requestWakeLocked()
     }
+    if write { writeWakeFD() }
   }
 
   /// Ends every active run, innermost first (each returns `.stopped` when control reaches it).
   /// The resident thread uses it to shut down even while its loop is inside nested runs.
   func stopAllRuns() {
-    lock.withLock {
-      guard !frames.isEmpty else { return }
+    let write = lock.withLock { () -> Bool in
+      guard !frames.isEmpty else { return false }
       for index in frames.indices { frames[index].stopRequested = true }
-      requestWakeLocked()
+      return requestWakeLocked()
     }
+    if write { writeWakeFD() }
   }
 
   /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy, its next
   /// wait returns at once instead. Safe from any thread.
   public func wakeUp() {
-    lock.withLock { requestWakeLocked() }
+    if lock.withLock({ requestWakeLocked() }) { writeWakeFD() }
   }
 
   /// True while the loop's thread is blocked in the kernel waiting for something to happen;
@@ -224,42 +246,68 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// order they were queued. Throws if the loop was torn down (its thread exited), so a block
   /// is never dropped without the caller knowing.
   public func perform(
-    in modes: [Mode] = [.common], _ block: @escaping @Sendable () -> Void
+    in modes: [Mode], _ block: @escaping @Sendable () -> Void
   ) throws(LoopError) {
-    try lock.withLock { () throws(LoopError) in
+    try enqueue(QueuedBlock(modes: modes.count == 1 ? .one(modes[0]) : .list(modes), block: block))
+  }
+
+  /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop.
+  public func perform(
+    in mode: Mode, _ block: @escaping @Sendable () -> Void
+  ) throws(LoopError) {
+    try enqueue(QueuedBlock(modes: .one(mode), block: block))
+  }
+
+  /// Queues `block` for the common modes and wakes the loop.
+  public func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+    try enqueue(QueuedBlock(modes: .one(.common), block: block))
+  }
+
+  private func enqueue(_ queued: QueuedBlock) throws(LoopError) {
+    let write = try lock.withLock { () throws(LoopError) -> Bool in
       guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: "\(threadID)") }
-      blocks.append(QueuedBlock(modes: modes, block: block))
-      requestWakeLocked()
+      blocks.append(queued)
+      return requestWakeLocked()
     }
+    if write { writeWakeFD() }
   }
 
   /// Posters write the eventfd only when the loop sleeps and no write is pending yet; a busy
   /// loop is told with a flag instead, which its next wait checks. So a burst of posts to a
   /// busy loop costs no syscalls, and one to a sleeping loop costs exactly one.
-  func requestWakeLocked() {
-    guard !tornDown else { return }
+  ///
+  /// Returns true when the caller must call `writeWakeFD()` once it has released the lock.
+  /// The write happens outside the lock because the loop it wakes takes that lock first
+  /// thing: writing while holding it would make the woken thread block on the lock straight
+  /// away and be woken a second time (measured: several microseconds per wake).
+  func requestWakeLocked() -> Bool {
+    guard !tornDown else { return false }
     guard sleeping else {
       wakeRequested = true
       wakePending.store(true, ordering: .releasing)
-      return
+      return false
     }
-    guard !wakeWritten else { return }
+    guard !wakeWritten else { return false }
+    wakeWritten = true
+    wakeWrites += 1
+    // Teardown waits for writes in flight before it closes the eventfd.
+    wakeWritesInFlight.add(1, ordering: .acquiring)
+    return true
+  }
+
+  /// The deferred half of `requestWakeLocked`.
+  func writeWakeFD() {
+    defer { wakeWritesInFlight.subtract(1, ordering: .releasing) }
     do {
       try wakeFD.signal()
     } catch {
       preconditionFailure("waking loop of thread \(threadID) failed: \(error)")
     }
-    wakeWritten = true
-    wakeWrites += 1
   }
 
   /// Queues a block that runs in whichever mode the loop runs next, nested runs included.
   func performInAnyMode(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
-    try lock.withLock { () throws(LoopError) in
-      guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: "\(threadID)") }
-      blocks.append(QueuedBlock(modes: [], block: block, inAnyMode: true))
-      requestWakeLocked()
-    }
+    try enqueue(QueuedBlock(modes: .any, block: block))
   }
 
   /// For a thread about to exit: hands back the blocks still queued so it can run them itself
@@ -301,8 +349,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   func appliesLocked(_ block: QueuedBlock, to mode: Mode) -> Bool {
-    block.inAnyMode
-      || block.modes.contains { $0 == mode || ($0 == .common && commonModeNames.contains(mode)) }
+    block.applies(to: mode, commonModes: commonModeNames)
   }
 
   private func takeStopRequest() -> Bool {

@@ -5,10 +5,16 @@
 protocol LoopItem: AnyObject, Sendable {
   var binding: ItemBinding { get }
   var memberModes: [ModeState] { get }
+  /// `memberModes.contains(mode)`, without building the array.
+  func isMember(of mode: ModeState) -> Bool
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout?
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout?
   /// A line for the loop's debug description.
   func describeLocked() -> String
+}
+
+extension LoopItem {
+  func isMember(of mode: ModeState) -> Bool { memberModes.contains { $0 === mode } }
 }
 
 extension ManualSource: LoopItem {
@@ -58,6 +64,8 @@ extension LoopObserver: LoopItem {
 extension LoopTimer: LoopItem {
   var memberModes: [ModeState] { slots.map(\.mode) }
 
+  func isMember(of mode: ModeState) -> Bool { slots.contains { $0.mode === mode } }
+
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
     mode.timerCount += 1
     if isFiring {
@@ -67,14 +75,14 @@ extension LoopTimer: LoopItem {
     }
     let schedule = binding.lock.withLock { scheduleUnlocked }
     mode.timers.insert(self, in: mode, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
-    mode.rearmTimer()
+    loop.timersChangedLocked(in: mode)
     return nil
   }
 
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
     mode.timers.remove(self)
     mode.timerCount -= 1
-    mode.rearmTimer()
+    loop.timersChangedLocked(in: mode)
     return nil
   }
 

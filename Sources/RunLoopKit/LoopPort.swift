@@ -1,3 +1,6 @@
+import Glibc
+import Synchronization
+
 /// A typed message queue that wakes its loop: the Linux stand-in for a Mach port
 /// (`CFMachPort`/`NSMachPort`) used as a run loop source.
 ///
@@ -56,6 +59,8 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
   private var queue: [Message] = []
   private var signalled = false
   private var closed = false
+  /// Eventfd writes decided under the lock but not yet made; `close` waits for them.
+  private let writesInFlight = Atomic<Int>(0)
   /// Why sends are refused, once they are.
   private var refusal: LoopError?
 
@@ -64,14 +69,20 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
   }
 
   func post(_ message: Message) throws(LoopError) {
-    try lock.withLock { () throws(LoopError) in
+    let write = try lock.withLock { () throws(LoopError) -> Bool in
       if let refusal { throw refusal }
       queue.append(message)
       // One eventfd write per idle-to-busy transition; the handler drains everything.
-      guard !signalled else { return }
-      try eventFD.signal()
+      guard !signalled else { return false }
       signalled = true
+      writesInFlight.add(1, ordering: .acquiring)
+      return true
     }
+    // Written after the lock is released: the woken handler takes this lock first, and
+    // must not find it still held (see Loop.requestWakeLocked).
+    guard write else { return }
+    defer { writesInFlight.subtract(1, ordering: .releasing) }
+    try eventFD.signal()
   }
 
   func takeAll() -> [Message] {
@@ -94,12 +105,16 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
   }
 
   func close() -> [Message] {
-    lock.withLock {
+    let pending = lock.withLock { () -> [Message] in
       closed = true
       refusal = .invalidated(item: "LoopPort")
-      eventFD.close()
       defer { queue.removeAll() }
       return queue
     }
+    // No new write can start (sends are refused now); let those in flight finish first, so
+    // none lands on a descriptor number that was closed and handed out again.
+    while writesInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
+    eventFD.close()
+    return pending
   }
 }

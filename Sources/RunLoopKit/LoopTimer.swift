@@ -26,7 +26,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   private var storedTolerance: Duration
 
   /// Where this timer sits in each mode's heap. Guarded by the owner loop's lock.
-  var slots: [TimerSlot] = []
+  var slots = TimerSlots()
   /// Guarded by the owner loop's lock.
   var isFiring = false
 

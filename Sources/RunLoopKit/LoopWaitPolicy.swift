@@ -14,9 +14,17 @@ extension Loop {
     public var description: String {
       switch self {
       case .sleep: "sleep"
-      case .spinThenSleep(let window): "spin \(window) then sleep"
+      case .spinThenSleep(let window): "spin \(Loop.WaitPolicy.format(window)) then sleep"
       case .busyWait: "busy-wait"
       }
+    }
+
+    /// "1 µs", "250 ns", "2 ms": whole units, as a window is usually given.
+    static func format(_ duration: Duration) -> String {
+      let nanoseconds = duration.saturatedNanoseconds
+      if nanoseconds % 1_000_000 == 0 && nanoseconds != 0 { return "\(nanoseconds / 1_000_000) ms" }
+      if nanoseconds % 1_000 == 0 && nanoseconds != 0 { return "\(nanoseconds / 1_000) µs" }
+      return "\(nanoseconds) ns"
     }
   }
 
@@ -41,7 +49,9 @@ extension Loop {
       // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
       // and timers can afford a few turns' delay.
       if turn % 16 == 0 {
-        if let events = try? epoll.wait(timeoutNanoseconds: 0), !events.isEmpty { return events }
+        if let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 {
+          return (0..<count).map(epoll.event)
+        }
         if LoopClock.Instant.now >= end { return nil }
       }
       turn &+= 1

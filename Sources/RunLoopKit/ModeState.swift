@@ -1,4 +1,5 @@
 import CRunLoopShims
+import Synchronization
 
 /// Everything one mode of one loop holds: its items, its epoll set and its timerfd.
 ///
@@ -26,8 +27,9 @@ final class ModeState {
   let timers = TimerHeap()
   /// Sorted by order; equal orders keep the order they were added in.
   var observers: [LoopObserver] = []
-  /// Union of every observer's activities, so an iteration skips notifying when nobody listens.
-  var observedActivities: Loop.Activity = []
+  /// Union of every observer's activities, so a pass skips notifying (and locking) when nobody
+  /// listens. Written under the loop's lock, read without it.
+  let observedActivities = Atomic<UInt>(0)
 
   init(mode: Loop.Mode, wakeFD: EventFD) throws(LoopError) {
     self.mode = mode
@@ -49,17 +51,25 @@ final class ModeState {
   func insertObserver(_ observer: LoopObserver) {
     let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex
     observers.insert(observer, at: index)
-    observedActivities.formUnion(observer.activities)
+    observedActivities.store(
+      observedActivities.load(ordering: .relaxed) | observer.activities.rawValue,
+      ordering: .relaxed)
   }
 
   func removeObserver(_ observer: LoopObserver) {
     observers.removeAll { $0 === observer }
-    observedActivities = observers.reduce(into: []) { $0.formUnion($1.activities) }
+    let union = observers.reduce(into: Loop.Activity()) { $0.formUnion($1.activities) }
+    observedActivities.store(union.rawValue, ordering: .relaxed)
   }
+
+  /// Set when the heap changed on the loop's own thread: the timerfd is re-armed once, just
+  /// before the loop next waits on this mode, instead of after every change.
+  var timerNeedsArming = false
 
   /// Re-arms the timerfd for the current earliest wake deadline (or disarms it).
   func rearmTimer() {
     do {
+      timerNeedsArming = false
       try timerFD.arm(at: timers.wakeDeadline())
     } catch {
       preconditionFailure("re-arming the timer of mode \(mode) failed: \(error)")

@@ -141,7 +141,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
       guard state == .running, let storedLoop else { throw .stopped(thread: name) }
-      try storedLoop.perform(in: [.common], block)
+      try storedLoop.perform(block)
     }
   }
 
@@ -152,7 +152,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
       guard state == .running || state == .stopping, let storedLoop else {
         throw .stopped(thread: name)
       }
-      try storedLoop.perform(in: [.common], block)
+      try storedLoop.perform(block)
     }
   }
 

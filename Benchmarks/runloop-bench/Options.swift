@@ -1,0 +1,50 @@
+/// Command-line options of runloop-bench.
+struct Options {
+  var quick = false
+  var jsonPath: String?
+  var svgPath: String?
+  var only: Set<String>?
+
+  static let usage = """
+    usage: runloop-bench [--quick] [--json FILE] [--svg FILE] [--only STUDY[,STUDY…]]
+      --quick        a smoke run (fewer samples, shorter windows), under a minute
+      --json FILE    write every figure as JSON
+      --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
+      --only LIST    run some studies: wake, spin, idle, throughput, threads, timers
+    """
+
+  static func parse(_ arguments: [String]) -> Options? {
+    var options = Options()
+    var rest = arguments[...]
+    while let argument = rest.popFirst() {
+      switch argument {
+      case "--quick": options.quick = true
+      case "--json":
+        guard let path = rest.popFirst() else { return nil }
+        options.jsonPath = path
+      case "--svg":
+        guard let path = rest.popFirst() else { return nil }
+        options.svgPath = path
+      case "--only":
+        guard let list = rest.popFirst() else { return nil }
+        options.only = Set(list.split(separator: ",").map(String.init))
+      case "-h", "--help": return nil
+      default: return nil
+      }
+    }
+    return options
+  }
+
+  func wants(_ study: String) -> Bool { only.map { $0.contains(study) } ?? true }
+
+  /// Samples per wake-latency case.
+  var wakeSamples: Int { quick ? 1_000 : 20_000 }
+  /// Tasks per throughput case.
+  var throughputTasks: Int { quick ? 50_000 : 1_000_000 }
+  var timerCount: Int { quick ? 100_000 : 1_000_000 }
+  var timerFires: Int { quick ? 200 : 2_000 }
+  var threadCycles: Int { quick ? 200 : 2_000 }
+  var idleSeconds: Double { quick ? 0.3 : 2 }
+  /// Bursts in the bursty traffic pattern (100 posts each).
+  var bursts: Int { quick ? 10 : 200 }
+}

@@ -1,0 +1,144 @@
+import Foundation
+
+/// Everything one run measured.
+struct Report: Codable {
+  var machine: String = ""
+  var quick = false
+  var wake: [WakeResult] = []
+  var spin: [SpinResult] = []
+  var idle: [IdleResult] = []
+  var throughput: [ThroughputResult] = []
+  var threads: ThreadCostResult?
+  var timerScale: TimerScaleResult?
+  var timerLateness: [LatenessResult] = []
+  var targets: [TargetCheck] = []
+}
+
+/// One of the issue's targets, checked against this run's figures.
+struct TargetCheck: Codable {
+  let target: String
+  let measured: String
+  let met: Bool
+}
+
+/// Progress lines on stderr, so long runs show where they are without mixing into the table.
+final class Progress: Sendable {
+  let start = Date()
+  func note(_ text: String) {
+    let seconds = Int(Date().timeIntervalSince(start))
+    FileHandle.standardError.write(Data("[\(seconds) s] \(text)\n".utf8))
+  }
+}
+
+extension Report {
+  func printTables() {
+    if !wake.isEmpty {
+      print("\nWake latency: post → first instruction of the work on a sleeping thread")
+      print(
+        "(\(wake.first?.distribution.count ?? 0) samples per case, randomised gaps; ratio = p50 / C eventfd floor p50)\n"
+      )
+      print(
+        pad("case", 36) + pad("p50", 10, right: true) + pad("p90", 10, right: true)
+          + pad("p99", 10, right: true) + pad("p99.9", 10, right: true)
+          + pad("max", 10, right: true) + pad("ratio", 8, right: true))
+      for result in wake {
+        let d = result.distribution
+        print(
+          pad(result.name, 36) + pad(formatNanoseconds(d.p50), 10, right: true)
+            + pad(formatNanoseconds(d.p90), 10, right: true)
+            + pad(formatNanoseconds(d.p99), 10, right: true)
+            + pad(formatNanoseconds(d.p999), 10, right: true)
+            + pad(formatNanoseconds(d.max), 10, right: true)
+            + pad(fixed(result.ratioToFloor, 2) + "×", 8, right: true))
+      }
+    }
+    if !spin.isEmpty {
+      print("\nSpin-then-sleep: latency versus the waiting thread's CPU (Loop.perform)")
+      print(
+        "sparse = posts 30–80 µs apart; bursty = bursts of 100 posts 5 µs apart, 10 ms silence\n")
+      print(
+        pad("pattern", 8) + pad("wait policy", 26) + pad("p50", 10, right: true)
+          + pad("p90", 10, right: true) + pad("p99", 10, right: true)
+          + pad("p99.9", 10, right: true) + pad("CPU", 9, right: true))
+      for result in spin {
+        let d = result.distribution
+        print(
+          pad(result.pattern, 8) + pad(result.policy, 26)
+            + pad(formatNanoseconds(d.p50), 10, right: true)
+            + pad(formatNanoseconds(d.p90), 10, right: true)
+            + pad(formatNanoseconds(d.p99), 10, right: true)
+            + pad(formatNanoseconds(d.p999), 10, right: true)
+            + pad(fixed(result.cpuPercent, 1) + " %", 9, right: true))
+      }
+    }
+    if !idle.isEmpty {
+      print("\nIdle CPU (per-thread kernel accounting)\n")
+      for result in idle {
+        print(
+          pad(result.name, 36) + pad(fixed(result.cpuPercent, 3) + " % of a core", 22, right: true)
+            + "  over \(fixed(result.seconds, 1)) s")
+      }
+    }
+    if !throughput.isEmpty {
+      print("\nThroughput: tasks posted as fast as possible, every one counted as run once\n")
+      print(
+        pad("consumer", 30) + pad("posters", 8, right: true) + pad("tasks/s", 14, right: true)
+          + pad("eventfd writes/task", 22, right: true))
+      for result in throughput {
+        print(
+          pad(result.name, 30) + pad("\(result.posters)", 8, right: true)
+            + pad(fixed(result.tasksPerSecond / 1e6, 2) + " M", 14, right: true)
+            + pad(result.eventfdWritesPerTask.map { fixed($0, 4) } ?? "—", 22, right: true))
+      }
+    }
+    if let threads {
+      print("\nWhy keep a thread alive\n")
+      print(
+        "create-to-entry of a new pthread   p50 \(formatNanoseconds(threads.createToEntry.p50)), p99 \(formatNanoseconds(threads.createToEntry.p99))"
+      )
+      print(
+        "a fresh thread per task (create+join)  \(fixed(threads.freshThreadTasksPerSecond / 1e3, 1)) k tasks/s"
+      )
+      print(
+        "posting to one resident thread         \(fixed(threads.residentTasksPerSecond / 1e3, 1)) k tasks/s"
+      )
+      if let latency = threads.residentPerTaskLatency {
+        print(
+          "resident thread per-task wake latency  p50 \(formatNanoseconds(latency.p50)), p99 \(formatNanoseconds(latency.p99))"
+        )
+      }
+    }
+    if let timerScale {
+      print("\nTimer scale: \(timerScale.timers) timers in one mode\n")
+      print(
+        "add all     \(fixed(timerScale.addSeconds, 3)) s  (\(formatNanoseconds(timerScale.addSeconds * 1e9 / Double(timerScale.timers))) per timer)"
+      )
+      print("cancel all  \(fixed(timerScale.cancelSeconds, 3)) s  (random order)")
+      print(
+        "fire all    \(fixed(timerScale.fireAllSeconds, 3)) s  (\(timerScale.fired) fired, due within 10 ms)"
+      )
+    }
+    if !timerLateness.isEmpty {
+      print("\nLateness of a 1 ms repeating timer\n")
+      for result in timerLateness {
+        let d = result.distribution
+        print(
+          pad(result.name, 30)
+            + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
+        )
+      }
+    }
+    if !targets.isEmpty {
+      print("\nTargets\n")
+      for check in targets {
+        print("[\(check.met ? "met   " : "MISSED")] \(check.target): \(check.measured)")
+      }
+    }
+  }
+
+  func writeJSON(to path: String) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    try encoder.encode(self).write(to: URL(fileURLWithPath: path))
+  }
+}

@@ -1,0 +1,52 @@
+// runloop-bench: how fast a sleeping RunLoopKit loop wakes and runs posted work, what a
+// busy-waiting thread buys instead and at what CPU cost, and how RunLoopKit stands against
+// the other ways to do it on Linux — all peers measured in the same process run.
+import CBenchBaselines
+import Foundation
+import Glibc
+
+guard let options = Options.parse(Array(CommandLine.arguments.dropFirst())) else {
+  print(Options.usage)
+  exit(2)
+}
+
+let progress = Progress()
+var report = Report()
+report.quick = options.quick
+report.machine = Machine.describe()
+print("runloop-bench\(options.quick ? " --quick" : "") on \(report.machine)")
+
+if options.wants("wake") {
+  report.wake = try await WakeLatencyStudy.run(options, progress: progress)
+}
+if options.wants("spin") {
+  report.spin = try SpinWindowStudy.run(options, progress: progress)
+}
+if options.wants("idle") {
+  report.idle = try ThreadCostStudy.idle(options, progress: progress)
+}
+if options.wants("throughput") {
+  report.throughput = try ThroughputStudy.run(options, progress: progress)
+}
+if options.wants("threads") {
+  let resident = report.wake.first { $0.name == "ResidentThread.perform" }?.distribution
+  report.threads = try ThreadCostStudy.keepAlive(
+    options, residentLatency: resident, progress: progress)
+}
+if options.wants("timers") {
+  report.timerScale = try TimerStudy.scale(options, progress: progress)
+  report.timerLateness = try TimerStudy.lateness(options, progress: progress)
+}
+report.targets = Targets.check(report)
+report.printTables()
+
+if let path = options.jsonPath {
+  try report.writeJSON(to: path)
+  print("\nwrote \(path)")
+}
+if let path = options.svgPath {
+  let series = report.wake.map { (name: $0.name, cdf: $0.distribution.cdf) }
+  let title = "Wake latency on \(report.machine)"
+  try LatencyChart.svg(series, title: title).write(toFile: path, atomically: true, encoding: .utf8)
+  print("wrote \(path)")
+}

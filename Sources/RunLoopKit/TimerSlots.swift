@@ -1,0 +1,63 @@
+/// Where a timer sits in one mode's heap. A timer in several modes has one slot per mode.
+///
+/// The references are `unowned(unsafe)`: heap sifting reads them on every swap, and a safe
+/// unowned or strong reference would cost atomic reference counting each time. They are
+/// sound because a slot never outlives its mode: a slot is removed whenever its timer leaves
+/// the mode, and a loop tearing down detaches every timer before it lets its modes go.
+struct TimerSlot {
+  unowned(unsafe) let mode: ModeState
+  unowned(unsafe) let heap: TimerHeap
+  /// The timer's index in `heap.entries`, or `nil` while it is out of the heap (firing).
+  var index: Int?
+
+  init(mode: ModeState, index: Int?) {
+    self.mode = mode
+    self.heap = mode.timers
+    self.index = index
+  }
+}
+
+/// A timer's slots, with the first kept inline: nearly every timer is in exactly one mode, and
+/// reading its heap index then costs no second allocation to chase (it matters when a heap of
+/// a million timers is sifted).
+struct TimerSlots: RandomAccessCollection, MutableCollection {
+  private var first: TimerSlot?
+  private var others: [TimerSlot] = []
+
+  var startIndex: Int { 0 }
+  var endIndex: Int { first == nil ? 0 : 1 + others.count }
+
+  subscript(position: Int) -> TimerSlot {
+    get { position == 0 ? first! : others[position - 1] }
+    set {
+      if position == 0 { first = newValue } else { others[position - 1] = newValue }
+    }
+  }
+
+  mutating func append(_ slot: TimerSlot) {
+    if first == nil { first = slot } else { others.append(slot) }
+  }
+
+  mutating func removeAll(where shouldRemove: (TimerSlot) -> Bool) {
+    others.removeAll(where: shouldRemove)
+    if let slot = first, shouldRemove(slot) {
+      first = others.isEmpty ? nil : others.removeFirst()
+    }
+  }
+
+  /// The index stored for `heap`, without walking anything when it is the first slot.
+  func index(in heap: TimerHeap) -> Int? {
+    if let first, first.heap === heap { return first.index }
+    return others.first { $0.heap === heap }?.index
+  }
+
+  mutating func setIndex(_ index: Int?, in heap: TimerHeap) {
+    if first?.heap === heap {
+      first!.index = index
+      return
+    }
+    if let position = others.firstIndex(where: { $0.heap === heap }) {
+      others[position].index = index
+    }
+  }
+}
