@@ -29,8 +29,8 @@ enum ThroughputStudy {
         let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
           try? loop.perform(in: .default) { ran.add(1, ordering: .relaxed) }
         }
-        let writes = Double(loop.metrics.wakeUpWrites - writesBefore)
-        precondition(ran.load(ordering: .relaxed) == tasks, "a task ran twice or never")
+        let writes = Double(loop.metrics.wakeUpWrites - writesBefore) / 3
+        precondition(ran.load(ordering: .relaxed) == 3 * tasks, "a task ran twice or never")
         thread.stop()
         try thread.join()
         results.append(
@@ -74,13 +74,25 @@ enum ThroughputStudy {
   static func timePosting(
     posters: Int, tasks: Int, ran: borrowing Atomic<Int>, post: @escaping @Sendable () -> Void
   ) -> Double {
+    // Rates on a shared 2-core VM swing by ±50 % from run to run: take the median of three.
+    var seconds: [Double] = []
+    for round in 1...3 {
+      seconds.append(timeOnce(posters: posters, tasks: tasks, expected: tasks * round, ran: ran, post: post))
+    }
+    return seconds.sorted()[1]
+  }
+
+  private static func timeOnce(
+    posters: Int, tasks: Int, expected: Int, ran: borrowing Atomic<Int>,
+    post: @escaping @Sendable () -> Void
+  ) -> Double {
     let share = tasks / posters
     let start = crb_now_ns()
     let threads = (0..<posters).map { index in
       PosterThread(count: index == posters - 1 ? tasks - share * (posters - 1) : share, post: post)
     }
     for thread in threads { thread.join() }
-    while ran.load(ordering: .acquiring) < tasks { sched_yield() }
+    while ran.load(ordering: .acquiring) < expected { sched_yield() }
     return Double(crb_now_ns() - start) / 1e9
   }
 }

@@ -113,7 +113,7 @@ extension Loop {
           callouts = try attachAllOrNoneLocked(item, to: commonModeNames)
           commonItems.append(item)
         } else {
-          callouts = try attachAllOrNoneLocked(item, to: [name])
+          callouts = try attachOneLocked(item, to: name)
         }
       } catch {
         // Nothing half-done: an item refused on its first add is not bound to this loop.
@@ -128,12 +128,7 @@ extension Loop {
   private func attachAllOrNoneLocked(
     _ item: some LoopItem, to names: [Mode]
   ) throws(LoopError) -> [Callout] {
-    if names.count == 1 {
-      // One mode (the usual add): nothing to roll back, so no bookkeeping to allocate.
-      let mode = try modeLocked(names[0])
-      if item.isMember(of: mode) { return [] }
-      return try item.attachLocked(to: mode, of: self).map { [$0] } ?? []
-    }
+    if names.count == 1 { return try attachOneLocked(item, to: names[0]) }
     var joined: [ModeState] = []
     var callouts: [Callout] = []
     do throws(LoopError) {
@@ -149,6 +144,14 @@ extension Loop {
       throw error
     }
     return callouts
+  }
+
+  /// One mode (the usual add): nothing to roll back, so no bookkeeping to allocate.
+  private func attachOneLocked(_ item: some LoopItem, to name: Mode) throws(LoopError) -> [Callout] {
+    let mode = try modeLocked(name)
+    if item.isMember(of: mode) { return [] }
+    guard let callout = try item.attachLocked(to: mode, of: self) else { return [] }
+    return [callout]
   }
 
   private func removeItem(_ item: some LoopItem, from name: Mode) {
@@ -178,8 +181,8 @@ extension Loop {
   /// Removes an invalidated item from every mode and from the common items.
   func detachEverywhere(_ item: some LoopItem) {
     let callouts = lock.withLock { () -> [Callout] in
-      commonItems.removeAll { $0 === item }
-      return item.memberModes.compactMap { item.detachLocked(from: $0, of: self) }
+      if !commonItems.isEmpty { commonItems.removeAll { $0 === item } }
+      return item.detachFromAllLocked(of: self)
     }
     for callout in callouts { callout() }
   }

@@ -7,6 +7,8 @@ protocol LoopItem: AnyObject, Sendable {
   var memberModes: [ModeState] { get }
   /// `memberModes.contains(mode)`, without building the array.
   func isMember(of mode: ModeState) -> Bool
+  /// Leaves every mode; returns the callouts to run once the lock is released.
+  func detachFromAllLocked(of loop: Loop) -> [Loop.Callout]
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout?
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout?
   /// A line for the loop's debug description.
@@ -15,6 +17,10 @@ protocol LoopItem: AnyObject, Sendable {
 
 extension LoopItem {
   func isMember(of mode: ModeState) -> Bool { memberModes.contains { $0 === mode } }
+
+  func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
+    memberModes.compactMap { detachLocked(from: $0, of: loop) }
+  }
 }
 
 extension ManualSource: LoopItem {
@@ -65,6 +71,13 @@ extension LoopTimer: LoopItem {
   var memberModes: [ModeState] { slots.map(\.mode) }
 
   func isMember(of mode: ModeState) -> Bool { slots.contains { $0.mode === mode } }
+
+  /// Timers have no callouts, so leaving every mode needs no arrays (cancelling a million
+  /// timers should cost heap work, not allocations).
+  func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
+    while let slot = slots.first { _ = detachLocked(from: slot.mode, of: loop) }
+    return []
+  }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
     mode.timerCount += 1
