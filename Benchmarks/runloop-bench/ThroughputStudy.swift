@@ -77,7 +77,8 @@ enum ThroughputStudy {
     // Rates on a shared 2-core VM swing by ±50 % from run to run: take the median of three.
     var seconds: [Double] = []
     for round in 1...3 {
-      seconds.append(timeOnce(posters: posters, tasks: tasks, expected: tasks * round, ran: ran, post: post))
+      seconds.append(
+        timeOnce(posters: posters, tasks: tasks, expected: tasks * round, ran: ran, post: post))
     }
     return seconds.sorted()[1]
   }

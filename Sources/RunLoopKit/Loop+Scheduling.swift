@@ -147,7 +147,8 @@ extension Loop {
   }
 
   /// One mode (the usual add): nothing to roll back, so no bookkeeping to allocate.
-  private func attachOneLocked(_ item: some LoopItem, to name: Mode) throws(LoopError) -> [Callout] {
+  private func attachOneLocked(_ item: some LoopItem, to name: Mode) throws(LoopError) -> [Callout]
+  {
     let mode = try modeLocked(name)
     if item.isMember(of: mode) { return [] }
     guard let callout = try item.attachLocked(to: mode, of: self) else { return [] }
