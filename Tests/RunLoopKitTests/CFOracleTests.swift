@@ -154,6 +154,7 @@ private func cfSource(_ recorder: Recorder, _ name: String, order: Int = 0) -> C
   var context = CFRunLoopSourceContext()
   context.info = Unmanaged.passRetained(PerformBox { recorder.log("perform \(name)") }).toOpaque()
   context.perform = { info in Unmanaged<PerformBox>.fromOpaque(info!).takeUnretainedValue().body() }
+  context.release = { info in Unmanaged<PerformBox>.fromOpaque(info!).release() }
   return CFRunLoopSourceCreate(nil, order, &context)
 }
 

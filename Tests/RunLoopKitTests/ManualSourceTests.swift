@@ -91,6 +91,7 @@ extension RunLoopKitTests {
         source.value!.signal()
         loop.run(for: .milliseconds(50))
         source.value!.invalidate()
+        source.value = nil  // the source's closure holds the box: break the cycle
       }
       let performs = recorder.all.filter { $0.hasPrefix("perform") }
       #expect(performs == ["perform 1 depth 1", "perform 2 depth 1"])
