@@ -216,19 +216,22 @@ extension RunLoopKitTests {
   }
 
   @Suite("Error on a registered fd") struct ErrorOnFd {
-    @Test("EPOLLERR (writing end of a pipe whose reader closed) is reported once, then costs nothing")
+    @Test(
+      "EPOLLERR (writing end of a pipe whose reader closed) is reported once, then costs nothing")
     func errorIsReportedOnce() throws {
       let recorder = Recorder()
       let passes = try onLoopThread { loop in
         let pipe = makePipe()
         close(pipe.read)
         defer { close(pipe.write) }
-        let source = DescriptorSource(fileDescriptor: pipe.write, interest: .writable) { _, events in
+        let source = DescriptorSource(fileDescriptor: pipe.write, interest: .writable) {
+          _, events in
           recorder.log("\(events)")
         }
         try loop.add(source, to: .default)
         let passes = Box(0)
-        try loop.add(LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
+        try loop.add(
+          LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
         loop.run(for: .milliseconds(200))
         return passes.value
       }
