@@ -35,7 +35,7 @@ extension Report {
     if !wake.isEmpty {
       print("\nWake latency: post → first instruction of the work on a sleeping thread")
       print(
-        "(\(wake.first?.distribution.count ?? 0) samples per case, randomised gaps; ratio = p50 / C eventfd floor p50)\n"
+        "(\(wake.first?.distribution.count ?? 0) samples per case, randomised gaps; ratio = p50 / the lower C eventfd floor p50)\n"
       )
       print(
         pad("case", 36) + pad("p50", 10, right: true) + pad("p90", 10, right: true)

@@ -5,7 +5,8 @@ enum Targets {
     func wake(_ name: String) -> Distribution? {
       report.wake.first { $0.name.hasPrefix(name) }?.distribution
     }
-    if let ours = wake("Loop.perform"), let floor = wake("C eventfd"),
+    let floors = report.wake.filter { $0.name.hasPrefix("C eventfd") }.map(\.distribution)
+    if let ours = wake("Loop.perform"), let floor = floors.min(by: { $0.p50 < $1.p50 }),
       let cf = wake("CFRunLoop"), let dispatch = wake("DispatchQueue")
     {
       let ratio = Double(ours.p50) / Double(floor.p50)

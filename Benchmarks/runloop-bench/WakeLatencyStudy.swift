@@ -178,7 +178,14 @@ enum WakeLatencyStudy {
     thread.stop()
     try thread.join()
 
-    let floor = Double(results[0].distribution.p50)
+    // The floor again, last: on this VM the first case of a run is sometimes slow for reasons
+    // outside the process. The ratio uses the lower of the two floor medians, which can only
+    // make RunLoopKit's ratios look worse, never better.
+    add(
+      "C eventfd + epoll_wait (floor, again)",
+      cSamples { crb_eventfd_epoll_latency($0, Int32(count), gap.lowerBound, gap.upperBound, 9) })
+    let floor = Double(
+      min(results[0].distribution.p50, results[results.count - 1].distribution.p50))
     for index in results.indices {
       results[index].ratioToFloor = Double(results[index].distribution.p50) / floor
     }
