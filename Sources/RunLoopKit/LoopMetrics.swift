@@ -1,5 +1,6 @@
 extension Loop {
-  /// Counters a loop keeps about itself, readable from any thread.
+  /// Counters a loop keeps about itself, readable from any thread. CFRunLoop keeps no such
+  /// counters (its activity is visible only through observers and kdebug tracing).
   public struct Metrics: Sendable, Equatable {
     /// Times a poster wrote the wake-up eventfd. Posts to a busy or spinning loop cost none.
     public var wakeUpWrites: UInt64

@@ -1,7 +1,8 @@
 import Glibc
 
 /// A typed key for `ThreadStorage`. Each `init` makes a new, distinct key (keep it in a
-/// `static let`); copies of a key are the same key.
+/// `static let`); copies of a key are the same key. Where `NSThread.threadDictionary` keys are
+/// untyped strings, this key carries the value's type.
 public struct ThreadStorageKey<Value>: Hashable, Sendable {
   private let id = SignalClock.next()
   public let name: String
