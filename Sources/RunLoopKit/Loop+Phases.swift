@@ -42,13 +42,17 @@ extension Loop {
     // posted meanwhile, keeping the queue's order.
     var (taken, commonModes) = lock.withLock { () -> ([QueuedBlock], [Mode]) in
       defer { blocks = [] }
+      counters.blocksRun += UInt64(blocks.count)  // the rare blocks put back are taken off again
       return (blocks, commonModeNames)
     }
     guard !taken.isEmpty else { return }
     if !taken.allSatisfy({ $0.applies(to: mode.mode, commonModes: commonModes) }) {
       let kept = taken.filter { !$0.applies(to: mode.mode, commonModes: commonModes) }
       taken.removeAll { !$0.applies(to: mode.mode, commonModes: commonModes) }
-      lock.withLock { blocks = kept + blocks }
+      lock.withLock {
+        blocks = kept + blocks
+        counters.blocksRun -= UInt64(kept.count)
+      }
     }
     for queued in taken { queued.block() }
   }
@@ -68,8 +72,11 @@ extension Loop {
     }
     var handled = false
     for source in candidates {
-      let performNow = lock.withLock {
-        mode.manualSources.contains { $0 === source } && source.consumeSignal()
+      let performNow = lock.withLock { () -> Bool in
+        guard mode.manualSources.contains(where: { $0 === source }) && source.consumeSignal()
+        else { return false }
+        counters.sourcesHandled += 1
+        return true
       }
       guard performNow else { continue }
       source.performCallback()
@@ -120,6 +127,8 @@ extension Loop {
       sleeping = !forcePoll && spun == nil
     }
     var count: Int?
+    let blocked = !forcePoll && spun == nil
+    let sleptAt = blocked ? LoopClock.Instant.now : nil
     while spun == nil && count == nil {
       // Recomputed on every try, so signals interrupting the wait never stretch the deadline.
       var timeout: Int64 = -1
@@ -135,17 +144,38 @@ extension Loop {
       }
     }
     var result = WakeResult()
+    let wokeAt = sleptAt.map { _ in LoopClock.Instant.now }
     lock.withLock {
       sleeping = false
       waitGeneration &+= 1
+      var causes = WakeCauses()
       let events = spun ?? []
       for index in 0..<(spun?.count ?? count ?? 0) {
         let event = spun == nil ? epoll.event(index) : events[index]
         switch event.token {
-        case ModeState.wakeToken: wakeFDReadable = true
-        case ModeState.timerToken: result.timerExpired = true
-        default: result.ready.append(event)
+        case ModeState.wakeToken:
+          wakeFDReadable = true
+          causes.wakeUp = 1
+        case ModeState.timerToken:
+          result.timerExpired = true
+          causes.timer = 1
+        default:
+          result.ready.append(event)
+          if mode.descriptors[event.token]?.onTeardown != nil {
+            causes.port = 1
+          } else {
+            causes.descriptor = 1
+          }
         }
+      }
+      if let sleptAt, let wokeAt {
+        counters.timeAsleep += sleptAt.duration(to: wokeAt)
+        if causes == WakeCauses() { causes.timeout = 1 }
+        counters.wakes.port += causes.port
+        counters.wakes.descriptor += causes.descriptor
+        counters.wakes.timer += causes.timer
+        counters.wakes.wakeUp += causes.wakeUp
+        counters.wakes.timeout += causes.timeout
       }
     }
     return result
@@ -200,6 +230,7 @@ extension Loop {
     guard fireDate <= now else { return nil }
     timer.isFiring = true
     firingTimers.append(timer)
+    counters.timersFired += 1
     for slot in timer.slots where slot.index != nil {
       slot.heap.detach(timer)
       timersChangedLocked(in: slot.mode)
@@ -266,6 +297,7 @@ extension Loop {
         if delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
           parkLocked(source, token: delivery.token, in: mode)
         }
+        counters.sourcesHandled += 1
         return true
       }
       guard deliver else { continue }

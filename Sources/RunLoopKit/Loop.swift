@@ -57,6 +57,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var epollRebuilds = 0
   /// See `WaitPolicy`.
   var policy = WaitPolicy.sleep
+  /// See `Metrics`; the fields kept elsewhere (waits, wake-up writes, rebuilds) are filled in
+  /// when a snapshot is taken.
+  var counters = Metrics()
+  /// When the outermost active run started, for `Metrics.timeRunning`.
+  var outermostRunStart: LoopClock.Instant?
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
   /// Eventfd writes decided under the lock but not yet made; teardown waits for them.
@@ -154,12 +159,19 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     requireOwnThread(for: "run(in: \(name))")
     // An empty (or missing) mode returns at once without telling any observer, as in CF.
     guard let mode = lock.withLock({ liveModeLocked(name) }) else { return .finished }
-    lock.withLock { frames.append(RunFrame(mode: name)) }
+    lock.withLock {
+      if frames.isEmpty { outermostRunStart = .now }
+      frames.append(RunFrame(mode: name))
+    }
     notifyObservers(.entry, in: mode)
     let result = iterate(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
     notifyObservers(.exit, in: mode)
     lock.withLock {
       _ = frames.popLast()
+      if frames.isEmpty, let start = outermostRunStart {
+        counters.timeRunning += start.duration(to: .now)
+        outermostRunStart = nil
+      }
       // A nested run may have consumed a wake-up meant for the run it returns to (a block
       // posted for the outer mode, say); make the outer run look again before it sleeps.
       if !frames.isEmpty { wakeRequested = true }
@@ -365,6 +377,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     lock.withLock {
       wakeRequested = false
       wakePending.store(false, ordering: .relaxed)
+      counters.passes += 1
     }
   }
 }

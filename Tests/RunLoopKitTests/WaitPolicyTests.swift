@@ -55,3 +55,50 @@ extension RunLoopKitTests {
     }
   }
 }
+
+extension RunLoopKitTests {
+  @Suite("Metrics") struct Metrics {
+    @Test("Metrics count passes, wakes by cause, time asleep, blocks, sources and timers")
+    func metricsCountWhatHappened() throws {
+      let thread = LoopThread { loop in
+        _ = loop.run(for: .milliseconds(1500))
+      }
+      let loop = thread.loop
+      let port = try LoopPort<Int> { _ in }
+      try loop.add(port, to: .default)
+      let pipe = makePipe()
+      defer {
+        close(pipe.read)
+        close(pipe.write)
+      }
+      let descriptor = DescriptorSource(fileDescriptor: pipe.read) { _, _ in drain(pipe.read) }
+      try loop.add(descriptor, to: .default)
+      let source = ManualSource {}
+      try loop.add(source, to: .default)
+      let timerFired = Box(false)
+      thread.start()
+      #expect(waitUntil { loop.isWaiting })
+      try port.send(1)  // a port wake
+      #expect(waitUntil { loop.metrics.wakes.port == 1 && loop.isWaiting })
+      writeByte(pipe.write)  // a descriptor wake
+      #expect(waitUntil { loop.metrics.wakes.descriptor == 1 && loop.isWaiting })
+      try loop.perform {}  // a wake-up
+      #expect(waitUntil { loop.metrics.wakes.wakeUp == 1 && loop.isWaiting })
+      source.signalAndWake()
+      #expect(waitUntil { loop.metrics.wakes.wakeUp == 2 && loop.isWaiting })
+      try loop.add(
+        LoopTimer(after: .milliseconds(10)) { _ in timerFired.value = true }, to: .default)
+      #expect(waitUntil { loop.metrics.wakes.timer == 1 && timerFired.value })
+      thread.join()  // the run then times out at 1.5 s
+      let metrics = loop.metrics
+      #expect(metrics.wakes.timeout == 1)
+      #expect(metrics.blocksRun == 1)
+      #expect(metrics.sourcesHandled == 3)  // the port, the pipe and the manual source
+      #expect(metrics.timersFired == 1)
+      #expect(metrics.passes >= 6)
+      #expect(metrics.timeRunning >= .milliseconds(1500))
+      #expect(metrics.timeAsleep > .milliseconds(750) && metrics.timeAsleep <= metrics.timeRunning)
+      #expect(metrics.timeBusy >= .zero)
+    }
+  }
+}
