@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import Synchronization
 
 /// A non-blocking, close-on-exec eventfd: the Linux stand-in for a Mach port that carries
 /// no payload. Writing makes it readable; reading resets it.
@@ -15,9 +16,27 @@ final class EventFD: @unchecked Sendable {  // fd is immutable; isClosed has one
 
   deinit { close() }
 
+  /// Signals reserved with `reserveSignal()` and not yet made; `close()` waits for them.
+  private let signalsInFlight = Atomic<Int>(0)
+
   /// Adds one to the counter, which makes the descriptor readable.
   func signal() throws(LoopError) {
     try Syscall.retryingEINTR("write(eventfd)", on: "fd \(fd)") { crl_eventfd_write(fd, 1) }
+  }
+
+  /// For owners that decide to signal while holding their lock but write only after releasing
+  /// it (a woken reader takes that lock first thing and must not find it held). Call this
+  /// under the lock that also guards the decision to close, then `completeSignal()` after
+  /// releasing it; `close()` waits for reserved signals, so none lands on a descriptor number
+  /// that was closed and handed out again.
+  func reserveSignal() {
+    signalsInFlight.add(1, ordering: .acquiring)
+  }
+
+  /// The write reserved by `reserveSignal()`.
+  func completeSignal() throws(LoopError) {
+    defer { signalsInFlight.subtract(1, ordering: .releasing) }
+    try signal()
   }
 
   /// Resets the counter; returns whether it was set.
@@ -29,7 +48,10 @@ final class EventFD: @unchecked Sendable {  // fd is immutable; isClosed has one
     }
   }
 
+  /// Closes the descriptor once every reserved signal has been made. The owner must already
+  /// refuse new reservations (it decides that under its lock), so the wait is short.
   func close() {
+    while signalsInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
     guard !isClosed else { return }
     isClosed = true
     Glibc.close(fd)

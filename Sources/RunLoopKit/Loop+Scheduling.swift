@@ -1,5 +1,3 @@
-import Glibc
-
 /// Adding, removing and finding items, and the common-mode set. Everything here is safe from
 /// any thread. Schedule and cancel callbacks run after the loop's lock is released.
 extension Loop {
@@ -273,8 +271,8 @@ extension Loop {
       firingTimers = []
       return (callouts, retired)
     }
-    // No new eventfd write can start now (tornDown is set); let those in flight finish.
-    while wakeWritesInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
+    // No new eventfd write can be reserved now (tornDown is set); close() lets those already
+    // reserved finish.
     wakeFD.close()
     withExtendedLifetime(retired) {
       for callout in callouts { callout() }

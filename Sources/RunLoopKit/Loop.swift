@@ -64,8 +64,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var outermostRunStart: LoopClock.Instant?
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
-  /// Eventfd writes decided under the lock but not yet made; teardown waits for them.
-  let wakeWritesInFlight = Atomic<Int>(0)
   /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
   var wakeFDReadable = false
 
@@ -302,16 +300,15 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     guard !wakeWritten else { return false }
     wakeWritten = true
     wakeWrites += 1
-    // Teardown waits for writes in flight before it closes the eventfd.
-    wakeWritesInFlight.add(1, ordering: .acquiring)
+    // Teardown (which sets tornDown under this lock) waits for it before closing the eventfd.
+    wakeFD.reserveSignal()
     return true
   }
 
   /// The deferred half of `requestWakeLocked`.
   func writeWakeFD() {
-    defer { wakeWritesInFlight.subtract(1, ordering: .releasing) }
     do {
-      try wakeFD.signal()
+      try wakeFD.completeSignal()
     } catch {
       preconditionFailure("waking loop of thread \(threadID) failed: \(error)")
     }

@@ -1,6 +1,3 @@
-import Glibc
-import Synchronization
-
 /// A typed message queue that wakes its loop: the Linux stand-in for a Mach port
 /// (`CFMachPort`/`NSMachPort`) used as a run loop source.
 ///
@@ -59,8 +56,6 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
   private var queue: [Message] = []
   private var signalled = false
   private var closed = false
-  /// Eventfd writes decided under the lock but not yet made; `close` waits for them.
-  private let writesInFlight = Atomic<Int>(0)
   /// Why sends are refused, once they are.
   private var refusal: LoopError?
 
@@ -75,14 +70,11 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
       // One eventfd write per idle-to-busy transition; the handler drains everything.
       guard !signalled else { return false }
       signalled = true
-      writesInFlight.add(1, ordering: .acquiring)
+      eventFD.reserveSignal()
       return true
     }
-    // Written after the lock is released: the woken handler takes this lock first, and
-    // must not find it still held (see Loop.requestWakeLocked).
-    guard write else { return }
-    defer { writesInFlight.subtract(1, ordering: .releasing) }
-    try eventFD.signal()
+    // Written after the lock is released: the woken handler takes this lock first.
+    if write { try eventFD.completeSignal() }
   }
 
   func takeAll() -> [Message] {
@@ -111,9 +103,7 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
       defer { queue.removeAll() }
       return queue
     }
-    // No new write can start (sends are refused now); let those in flight finish first, so
-    // none lands on a descriptor number that was closed and handed out again.
-    while writesInFlight.load(ordering: .acquiring) > 0 { sched_yield() }
+    // Sends are refused now; close() lets the writes already decided finish first.
     eventFD.close()
     return pending
   }
