@@ -79,6 +79,24 @@ static void wait_completed(struct shared *s, int expected) {
   }
 }
 
+// The poster's side, the same for every floor: start the consumer, then for each sample wait a
+// random gap, stamp the time, post with `post`, and wait until the consumer has recorded it.
+static int run_poster(struct shared *s, void *(*consumer)(void *),
+                      void (*post)(struct shared *, int), int64_t min_gap_ns, int64_t max_gap_ns,
+                      unsigned seed) {
+  pthread_t thread;
+  int result = pthread_create(&thread, NULL, consumer, s);
+  if (result != 0) return result;
+  for (int index = 0; index < s->count; index++) {
+    crb_sleep_ns(random_gap(&seed, min_gap_ns, max_gap_ns));
+    atomic_store_explicit(&s->posted_at, crb_now_ns(), memory_order_release);
+    post(s, index);
+    wait_completed(s, index + 1);
+  }
+  pthread_join(thread, NULL);
+  return 0;
+}
+
 // MARK: eventfd + epoll
 
 static void *eventfd_consumer(void *arg) {
@@ -95,6 +113,12 @@ static void *eventfd_consumer(void *arg) {
   return NULL;
 }
 
+static void eventfd_post(struct shared *s, int index) {
+  (void)index;
+  uint64_t one = 1;
+  (void)!write(s->eventfd, &one, sizeof one);
+}
+
 int crb_eventfd_epoll_latency(int64_t *samples, int count, int64_t min_gap_ns, int64_t max_gap_ns,
                               unsigned seed) {
   struct shared s = {.samples = samples, .count = count};
@@ -103,20 +127,10 @@ int crb_eventfd_epoll_latency(int64_t *samples, int count, int64_t min_gap_ns, i
   if (s.eventfd < 0 || s.epoll < 0) return errno;
   struct epoll_event event = {.events = EPOLLIN};
   epoll_ctl(s.epoll, EPOLL_CTL_ADD, s.eventfd, &event);
-  pthread_t consumer;
-  int result = pthread_create(&consumer, NULL, eventfd_consumer, &s);
-  if (result != 0) return result;
-  for (int index = 0; index < count; index++) {
-    crb_sleep_ns(random_gap(&seed, min_gap_ns, max_gap_ns));
-    atomic_store_explicit(&s.posted_at, crb_now_ns(), memory_order_release);
-    uint64_t one = 1;
-    (void)!write(s.eventfd, &one, sizeof one);
-    wait_completed(&s, index + 1);
-  }
-  pthread_join(consumer, NULL);
+  int result = run_poster(&s, eventfd_consumer, eventfd_post, min_gap_ns, max_gap_ns, seed);
   close(s.eventfd);
   close(s.epoll);
-  return 0;
+  return result;
 }
 
 // MARK: condition variable
@@ -132,27 +146,22 @@ static void *condvar_consumer(void *arg) {
   return NULL;
 }
 
+static void condvar_post(struct shared *s, int index) {
+  pthread_mutex_lock(&s->mutex);
+  atomic_store(&s->sequence, index + 1);
+  pthread_cond_signal(&s->cond);
+  pthread_mutex_unlock(&s->mutex);
+}
+
 int crb_condvar_latency(int64_t *samples, int count, int64_t min_gap_ns, int64_t max_gap_ns,
                         unsigned seed) {
   struct shared s = {.samples = samples, .count = count};
   pthread_mutex_init(&s.mutex, NULL);
   pthread_cond_init(&s.cond, NULL);
-  pthread_t consumer;
-  int result = pthread_create(&consumer, NULL, condvar_consumer, &s);
-  if (result != 0) return result;
-  for (int index = 0; index < count; index++) {
-    crb_sleep_ns(random_gap(&seed, min_gap_ns, max_gap_ns));
-    atomic_store_explicit(&s.posted_at, crb_now_ns(), memory_order_release);
-    pthread_mutex_lock(&s.mutex);
-    atomic_store(&s.sequence, index + 1);
-    pthread_cond_signal(&s.cond);
-    pthread_mutex_unlock(&s.mutex);
-    wait_completed(&s, index + 1);
-  }
-  pthread_join(consumer, NULL);
+  int result = run_poster(&s, condvar_consumer, condvar_post, min_gap_ns, max_gap_ns, seed);
   pthread_cond_destroy(&s.cond);
   pthread_mutex_destroy(&s.mutex);
-  return 0;
+  return result;
 }
 
 // MARK: spinning
@@ -166,20 +175,14 @@ static void *spin_consumer(void *arg) {
   return NULL;
 }
 
+static void spin_post(struct shared *s, int index) {
+  atomic_store_explicit(&s->sequence, index + 1, memory_order_release);
+}
+
 int crb_spin_latency(int64_t *samples, int count, int64_t min_gap_ns, int64_t max_gap_ns,
                      unsigned seed) {
   struct shared s = {.samples = samples, .count = count};
-  pthread_t consumer;
-  int result = pthread_create(&consumer, NULL, spin_consumer, &s);
-  if (result != 0) return result;
-  for (int index = 0; index < count; index++) {
-    crb_sleep_ns(random_gap(&seed, min_gap_ns, max_gap_ns));
-    atomic_store_explicit(&s.posted_at, crb_now_ns(), memory_order_release);
-    atomic_store_explicit(&s.sequence, index + 1, memory_order_release);
-    wait_completed(&s, index + 1);
-  }
-  pthread_join(consumer, NULL);
-  return 0;
+  return run_poster(&s, spin_consumer, spin_post, min_gap_ns, max_gap_ns, seed);
 }
 
 // MARK: thread creation
