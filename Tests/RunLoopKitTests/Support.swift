@@ -164,3 +164,23 @@ let wokenOnceTrace = [
   "entry", "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting",
   "beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting", "exit",
 ]
+
+/// Watches `fd` on a fresh loop for 200 ms and returns what its handler was told and how many
+/// passes the loop made: a loop spinning on a dead descriptor would make thousands.
+func eventsAndPasses(
+  fileDescriptor fd: Int32, interest: DescriptorSource.Events
+) throws -> (events: [String], passes: Int) {
+  let recorder = Recorder()
+  let passes = try onLoopThread { loop in
+    let source = DescriptorSource(fileDescriptor: fd, interest: interest) { _, events in
+      recorder.log("\(events)")
+    }
+    try loop.add(source, to: .default)
+    let passes = Box(0)
+    try loop.add(
+      LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
+    loop.run(for: .milliseconds(200))
+    return passes.value
+  }
+  return (recorder.all, passes)
+}
