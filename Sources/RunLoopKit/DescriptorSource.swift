@@ -35,6 +35,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   }
 
   public let fileDescriptor: Int32
+  /// A name for traces and `debugDescription`; the loop does not use it otherwise.
+  public let label: String?
   public let order: Int
   let handler: @Sendable (DescriptorSource, Events) -> Void
   let onTeardown: (@Sendable (String) -> Void)?
@@ -47,29 +49,33 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
 
   /// - Parameters:
   ///   - fileDescriptor: any pollable descriptor; regular files are refused when added.
+  ///   - label: a name for traces and `debugDescription`.
   ///   - interest: `.readable`, `.writable` or both (error and hang-up are always reported).
   ///   - handler: called on the loop's thread with what the descriptor reported.
   public convenience init(
     fileDescriptor: Int32,
+    label: String? = nil,
     interest: Events = .readable,
     order: Int = 0,
     handler: @escaping @Sendable (DescriptorSource, Events) -> Void
   ) {
     self.init(
-      fileDescriptor: fileDescriptor, interest: interest, order: order, onTeardown: nil,
-      handler: handler)
+      fileDescriptor: fileDescriptor, label: label, interest: interest, order: order,
+      onTeardown: nil, handler: handler)
   }
 
   /// `onTeardown` is called (with the thread id) if the owning loop is torn down while the
   /// source is registered; ports use it to refuse later sends.
   init(
     fileDescriptor: Int32,
+    label: String?,
     interest: Events,
     order: Int,
     onTeardown: (@Sendable (String) -> Void)?,
     handler: @escaping @Sendable (DescriptorSource, Events) -> Void
   ) {
     self.fileDescriptor = fileDescriptor
+    self.label = label
     self.storedInterest = interest.intersection([.readable, .writable])
     self.order = order
     self.onTeardown = onTeardown

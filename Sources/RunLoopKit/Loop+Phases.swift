@@ -15,6 +15,7 @@ extension Loop {
   // MARK: Observers
 
   func notifyObservers(_ activity: Activity, in mode: ModeState) {
+    traceSink(mode.mode)?.record(.activity(activity))
     guard mode.observedActivities.load(ordering: .relaxed) & activity.rawValue != 0 else { return }
     let observers = lock.withLock { mode.observers.filter { $0.activities.contains(activity) } }
     for observer in observers {
@@ -54,7 +55,10 @@ extension Loop {
         counters.blocksRun -= UInt64(kept.count)
       }
     }
+    let sink = traceSink(mode.mode)
+    let began = sink?.now
     for queued in taken { queued.block() }
+    sink?.record(.blocks(count: taken.count), since: began)
   }
 
   // MARK: Manual sources
@@ -70,6 +74,7 @@ extension Loop {
       return signalled.sorted { ($0.source.order, $0.sequence) < ($1.source.order, $1.sequence) }
         .map(\.source)
     }
+    let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
     for source in candidates {
       let performNow = lock.withLock { () -> Bool in
@@ -79,7 +84,9 @@ extension Loop {
         return true
       }
       guard performNow else { continue }
+      let began = sink?.now
       source.performCallback()
+      sink?.record(.manualSource(source.traceName), since: began)
       handled = true
       if onlyOne { break }
     }
@@ -95,6 +102,8 @@ extension Loop {
   ) -> WakeResult {
     var forcePoll = poll
     var spun: [Epoll.Event]?
+    let sink = traceSink(mode.mode)
+    var wokenBy: [LoopTracer.WakeCause] = []
     // Held for the whole wait: a rebuild may swap the mode's set while we sleep in this one.
     let (epoll, policy) = lock.withLock { () -> (Epoll, WaitPolicy) in
       if mode.timerNeedsArming { mode.rearmTimer() }
@@ -156,15 +165,24 @@ extension Loop {
         case ModeState.wakeToken:
           wakeFDReadable = true
           causes.wakeUp = 1
+          if sink != nil { wokenBy.append(.wakeUp) }
         case ModeState.timerToken:
           result.timerExpired = true
           causes.timer = 1
+          if sink != nil { wokenBy.append(.timer) }
         default:
           result.ready.append(event)
-          if mode.descriptors[event.token]?.onTeardown != nil {
+          let source = mode.descriptors[event.token]
+          if source?.isPort == true {
             causes.port = 1
           } else {
             causes.descriptor = 1
+          }
+          if sink != nil, let source {
+            wokenBy.append(
+              source.isPort
+                ? .port(source.traceName)
+                : .descriptor(source.traceName, fd: source.fileDescriptor))
           }
         }
       }
@@ -177,6 +195,10 @@ extension Loop {
         counters.wakes.wakeUp += causes.wakeUp
         counters.wakes.timeout += causes.timeout
       }
+    }
+    if let sink, let sleptAt, let wokeAt {
+      sink.record(
+        .slept(wokenBy: wokenBy.isEmpty ? [.deadline] : wokenBy), from: sleptAt, to: wokeAt)
     }
     return result
   }
@@ -206,11 +228,17 @@ extension Loop {
       _ = try? mode.timerFD.acknowledge()
       return mode.timers.due(at: now)
     }
+    let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     for timer in candidates {
       guard let firedAt = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) }) else {
         continue
       }
+      let began = sink?.now
       timer.handler(timer)
+      if let sink, let began {
+        sink.record(
+          .timer(timer.traceName, lateness: firedAt.duration(to: began)), since: began)
+      }
       if timer.interval == nil { timer.invalidate() }
       lock.withLock { finishFiringLocked(timer, firedAt: firedAt) }
     }
@@ -284,6 +312,7 @@ extension Loop {
       }
       return (deliveries.sorted { $0.source.order < $1.source.order }, waitGeneration)
     }
+    let sink = traceSink(mode.mode)
     var handled = false
     for delivery in deliveries {
       let source = delivery.source
@@ -301,7 +330,16 @@ extension Loop {
         return true
       }
       guard deliver else { continue }
-      source.handler(source, DescriptorSource.events(fromEpoll: delivery.raw))
+      let events = DescriptorSource.events(fromEpoll: delivery.raw)
+      let began = sink?.now
+      source.handler(source, events)
+      if let sink {
+        sink.record(
+          source.isPort
+            ? .port(source.traceName)
+            : .descriptor(source.traceName, fd: source.fileDescriptor, events: events),
+          since: began)
+      }
       handled = true
       if onlyOne { break }
     }

@@ -66,6 +66,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let wakePending = Atomic<Bool>(false)
   /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
   var wakeFDReadable = false
+  /// The attached `LoopTracer`, if any.
+  var tracer: LoopTracer?
+  /// Mirrors `tracer != nil`, so an untraced loop checks it without taking the lock.
+  let tracing = Atomic<Bool>(false)
 
   struct RunFrame {
     let mode: Mode
@@ -156,7 +160,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   ) -> RunResult {
     requireOwnThread(for: "run(in: \(name))")
     // An empty (or missing) mode returns at once without telling any observer, as in CF.
-    guard let mode = lock.withLock({ liveModeLocked(name) }) else { return .finished }
+    guard let mode = lock.withLock({ liveModeLocked(name) }) else {
+      traceSink(name, runsBelow: 1)?.record(.returned(.finished))
+      return .finished
+    }
     lock.withLock {
       if frames.isEmpty { outermostRunStart = .now }
       frames.append(RunFrame(mode: name))
@@ -164,6 +171,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     notifyObservers(.entry, in: mode)
     let result = iterate(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
     notifyObservers(.exit, in: mode)
+    traceSink(name)?.record(.returned(result))
     lock.withLock {
       _ = frames.popLast()
       if frames.isEmpty, let start = outermostRunStart {

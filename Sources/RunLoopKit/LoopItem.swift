@@ -43,7 +43,8 @@ extension ManualSource: LoopItem {
   }
 
   func describeLocked() -> String {
-    "ManualSource(order: \(order), signalled: \(isSignalled), valid: \(isValid))"
+    let state = "signalled: \(isSignalled), valid: \(isValid)"
+    return "ManualSource(\(labelPrefix(label))order: \(order), \(state))"
   }
 }
 
@@ -101,8 +102,8 @@ extension LoopTimer: LoopItem {
 
   func describeLocked() -> String {
     let repeating = interval.map { "every \($0)" } ?? "once"
-    return
-      "LoopTimer(next fire: \(fireDate), \(repeating), tolerance: \(tolerance), valid: \(isValid))"
+    let schedule = "next fire: \(fireDate), \(repeating), tolerance: \(tolerance)"
+    return "LoopTimer(\(labelPrefix(label))\(schedule), valid: \(isValid))"
   }
 }
 
@@ -135,7 +136,12 @@ extension DescriptorSource: LoopItem {
 
   func describeLocked() -> String {
     let parked = registrations.contains { $0.parked } ? ", parked after hang-up/error" : ""
-    return
-      "DescriptorSource(fd: \(fileDescriptor), interest: \(interest), order: \(order)\(parked))"
+    let watch = "fd: \(fileDescriptor), interest: \(interest), order: \(order)"
+    return "DescriptorSource(\(labelPrefix(label))\(watch)\(parked))"
   }
+}
+
+/// `"name", ` for an item that has a label, nothing otherwise.
+private func labelPrefix(_ label: String?) -> String {
+  label.map { "\"\($0)\", " } ?? ""
 }

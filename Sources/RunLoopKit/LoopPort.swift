@@ -14,12 +14,17 @@ public final class LoopPort<Message: Sendable>: Sendable {
   let mailbox: PortMailbox<Message>
   let source: DescriptorSource
 
-  /// - Parameter handler: called on the loop's thread with each message, in order.
-  public init(order: Int = 0, handler: @escaping @Sendable (Message) -> Void) throws(LoopError) {
+  /// - Parameters:
+  ///   - label: a name for traces and `debugDescription`.
+  ///   - order: lower orders are handled first when several sources are ready.
+  ///   - handler: called on the loop's thread with each message, in order.
+  public init(
+    label: String? = nil, order: Int = 0, handler: @escaping @Sendable (Message) -> Void
+  ) throws(LoopError) {
     let mailbox = try PortMailbox<Message>()
     self.mailbox = mailbox
     self.source = DescriptorSource(
-      fileDescriptor: mailbox.eventFD.fd, interest: .readable, order: order,
+      fileDescriptor: mailbox.eventFD.fd, label: label, interest: .readable, order: order,
       onTeardown: { thread in mailbox.refuse(.loopTornDown(thread: thread)) },
       handler: { _, _ in
         for message in mailbox.takeAll() { handler(message) }
@@ -35,6 +40,9 @@ public final class LoopPort<Message: Sendable>: Sendable {
   }
 
   public var isValid: Bool { source.isValid }
+
+  /// The name given at creation, for traces.
+  public var label: String? { source.label }
 
   /// Removes the port from every mode and closes its eventfd. Returns the messages that were
   /// sent but not yet delivered, so the caller decides what happens to them.

@@ -14,6 +14,8 @@
 public final class LoopTimer: @unchecked Sendable {  // state under binding.lock / the loop lock
   /// `nil` for a one-shot timer.
   public let interval: Duration?
+  /// A name for traces and `debugDescription`; the loop does not use it otherwise.
+  public let label: String?
   public let order: Int
   let handler: @Sendable (LoopTimer) -> Void
   let binding = ItemBinding(kind: "LoopTimer")
@@ -31,10 +33,12 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   var isFiring = false
 
   /// - Parameters:
+  ///   - label: a name for traces and `debugDescription`.
   ///   - fireDate: when to fire first.
   ///   - interval: the repeat interval, or `nil` for a one-shot timer; must be positive.
   ///   - tolerance: how late the loop may fire it to coalesce wakes; must not be negative.
   public init(
+    label: String? = nil,
     fireAt fireDate: LoopClock.Instant,
     interval: Duration? = nil,
     tolerance: Duration = .zero,
@@ -48,6 +52,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
       throw .invalidInterval(name: "timer tolerance", value: "\(tolerance)")
     }
     self.interval = interval
+    self.label = label
     self.order = order
     self.handler = handler
     self.storedFireDate = fireDate
@@ -56,6 +61,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
 
   /// A timer that first fires `delay` from now.
   public convenience init(
+    label: String? = nil,
     after delay: Duration,
     repeating interval: Duration? = nil,
     tolerance: Duration = .zero,
@@ -63,13 +69,14 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     handler: @escaping @Sendable (LoopTimer) -> Void
   ) throws(LoopError) {
     try self.init(
-      fireAt: .now.advanced(by: delay), interval: interval, tolerance: tolerance, order: order,
-      handler: handler)
+      label: label, fireAt: .now.advanced(by: delay), interval: interval, tolerance: tolerance,
+      order: order, handler: handler)
   }
 
   /// CF-style construction from seconds (`CFTimeInterval`): rejects NaN, infinite and
   /// negative values with an error naming the value, instead of CF's silent clamping.
   public convenience init(
+    label: String? = nil,
     afterSeconds delay: Double,
     repeatingEverySeconds interval: Double? = nil,
     toleranceSeconds tolerance: Double = 0,
@@ -77,7 +84,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     handler: @escaping @Sendable (LoopTimer) -> Void
   ) throws(LoopError) {
     try self.init(
-      after: LoopTimer.duration("timer delay", delay, allowZero: true),
+      label: label, after: LoopTimer.duration("timer delay", delay, allowZero: true),
       repeating: try interval.map { s throws(LoopError) in
         try LoopTimer.duration("timer interval", s, allowZero: false)
       },

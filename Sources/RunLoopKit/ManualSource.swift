@@ -6,6 +6,8 @@
 /// source is bound to the first loop it is added to (CF lets a version-0 source join several
 /// loops); adding it to a second loop throws.
 public final class ManualSource: @unchecked Sendable {  // state under binding.lock / the loop lock
+  /// A name for traces and `debugDescription`; the loop does not use it otherwise.
+  public let label: String?
   /// Lower orders are performed first when several sources are signalled.
   public let order: Int
   let scheduleCallback: (@Sendable (Loop, Loop.Mode) -> Void)?
@@ -21,16 +23,19 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   var modes: [ModeState] = []
 
   /// - Parameters:
+  ///   - label: a name for traces and `debugDescription`.
   ///   - order: lower orders are performed first (CF's `order`).
   ///   - schedule: called on the adding thread each time the source joins a mode.
   ///   - cancel: called each time it leaves a mode (removal, invalidation, loop teardown).
   ///   - perform: called on the loop's thread when the source is performed.
   public init(
+    label: String? = nil,
     order: Int = 0,
     schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
     cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
     perform: @escaping @Sendable () -> Void
   ) {
+    self.label = label
     self.order = order
     self.scheduleCallback = schedule
     self.cancelCallback = cancel

@@ -1,0 +1,76 @@
+import Synchronization
+
+/// The loop's side of `LoopTracer`: each phase asks for a sink once, and records into it
+/// only when a tracer is attached.
+extension Loop {
+  /// Where one phase records what it does, stamped with the mode and nesting depth.
+  struct TraceSink {
+    let tracer: LoopTracer
+    let mode: Mode
+    let depth: Int
+
+    /// When a callout starts; pass it to `record(_:since:)` once the callout returns.
+    var now: LoopClock.Instant { .now }
+
+    /// Records something that began at `start` (nil: an instant) and ends now.
+    func record(_ kind: LoopTracer.Kind, since start: LoopClock.Instant? = nil) {
+      let end = LoopClock.Instant.now
+      record(kind, from: start ?? end, to: end)
+    }
+
+    func record(_ kind: LoopTracer.Kind, from start: LoopClock.Instant, to end: LoopClock.Instant) {
+      tracer.record(
+        LoopTracer.Event(
+          start: tracer.origin.duration(to: start), duration: start.duration(to: end),
+          depth: depth, mode: mode, kind: kind))
+    }
+  }
+
+  /// The sink for a phase of a run in `mode`, or nil when no tracer is attached — then this
+  /// relaxed load is all tracing costs. Never call it with the lock held; never record with
+  /// the lock held either (`LoopTracer.attach` takes its own lock, then this one).
+  func traceSink(_ mode: Mode, runsBelow extraDepth: Int = 0) -> TraceSink? {
+    guard tracing.load(ordering: .relaxed) else { return nil }
+    return lock.withLock {
+      tracer.map { TraceSink(tracer: $0, mode: mode, depth: frames.count + extraDepth) }
+    }
+  }
+
+  func installTracer(_ newTracer: LoopTracer) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+      if let tracer, tracer !== newTracer {
+        throw .invalidArgument(
+          name: "LoopTracer.attach(to:)", value: "loop of thread \(threadID)",
+          reason: "this loop already has a tracer; detach that one first")
+      }
+      tracer = newTracer
+      tracing.store(true, ordering: .relaxed)
+    }
+  }
+
+  func removeTracer(_ oldTracer: LoopTracer) {
+    lock.withLock {
+      guard tracer === oldTracer else { return }
+      tracer = nil
+      tracing.store(false, ordering: .relaxed)
+    }
+  }
+}
+
+extension ManualSource {
+  var traceName: String { label ?? "manual source" }
+}
+
+extension LoopTimer {
+  var traceName: String {
+    label ?? interval.map { "timer every \(LoopTracer.format($0))" } ?? "one-shot timer"
+  }
+}
+
+extension DescriptorSource {
+  /// Ports are descriptor sources on the port's eventfd, told apart by their teardown hook.
+  var isPort: Bool { onTeardown != nil }
+
+  var traceName: String { label ?? (isPort ? "port" : "fd \(fileDescriptor)") }
+}
