@@ -16,9 +16,15 @@ let package = Package(
       dependencies: ["CRunLoopShims"],
       path: "Sources/RunLoopKit"
     ),
+    // The demo's scenarios, in a library so the tests can check what each one traces.
+    .target(
+      name: "RunLoopDemos",
+      dependencies: ["RunLoopKit"],
+      path: "Sources/RunLoopDemos"
+    ),
     .executableTarget(
       name: "runloop-demo",
-      dependencies: ["RunLoopKit"],
+      dependencies: ["RunLoopDemos", "RunLoopKit"],
       path: "Sources/runloop-demo"
     ),
     // The C floors the benchmark measures against (eventfd+epoll, condvar, spinning).
@@ -30,7 +36,7 @@ let package = Package(
     ),
     .testTarget(
       name: "RunLoopKitTests",
-      dependencies: ["RunLoopKit", "CRunLoopShims"],
+      dependencies: ["RunLoopKit", "RunLoopDemos", "CRunLoopShims"],
       path: "Tests/RunLoopKitTests"
     ),
   ],

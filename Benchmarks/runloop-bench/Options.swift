@@ -10,7 +10,7 @@ struct Options {
       --quick        a smoke run (fewer samples, shorter windows), under a minute
       --json FILE    write every figure as JSON
       --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
-      --only LIST    run some studies: wake, spin, idle, throughput, threads, timers
+      --only LIST    run some studies: wake, spin, idle, throughput, threads, timers, tracer
     """
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -43,6 +43,7 @@ struct Options {
   var throughputTasks: Int { quick ? 50_000 : 1_000_000 }
   var timerCount: Int { quick ? 100_000 : 1_000_000 }
   var timerFires: Int { quick ? 200 : 2_000 }
+  var tracerPasses: Int { quick ? 20_000 : 500_000 }
   var threadCycles: Int { quick ? 200 : 2_000 }
   var idleSeconds: Double { quick ? 0.3 : 2 }
   /// Bursts in the bursty traffic pattern (100 posts each).

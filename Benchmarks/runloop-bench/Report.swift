@@ -11,6 +11,7 @@ struct Report: Codable {
   var threads: ThreadCostResult?
   var timerScale: TimerScaleResult?
   var timerLateness: [LatenessResult] = []
+  var tracer: TracerCostResult?
   var targets: [TargetCheck] = []
 }
 
@@ -127,6 +128,14 @@ extension Report {
             + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
         )
       }
+    }
+    if let tracer {
+      print("\nLoopTracer cost: back-to-back passes, one manual source performed per pass\n")
+      let ratio = tracer.tracedNanosecondsPerPass / tracer.untracedNanosecondsPerPass
+      print("no tracer attached   \(fixed(tracer.untracedNanosecondsPerPass, 0)) ns per pass")
+      print(
+        "tracer attached      \(fixed(tracer.tracedNanosecondsPerPass, 0)) ns per pass "
+          + "(\(fixed(ratio, 2))×, \(fixed(tracer.eventsPerPass, 1)) events per pass)")
     }
     if !targets.isEmpty {
       print("\nTargets\n")

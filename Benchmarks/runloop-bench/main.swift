@@ -37,6 +37,9 @@ if options.wants("timers") {
   report.timerScale = try TimerStudy.scale(options, progress: progress)
   report.timerLateness = try TimerStudy.lateness(options, progress: progress)
 }
+if options.wants("tracer") {
+  report.tracer = try TracerCostStudy.run(options, progress: progress)
+}
 report.targets = Targets.check(report)
 report.printTables()
 

@@ -51,6 +51,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   ///   - fileDescriptor: any pollable descriptor; regular files are refused when added.
   ///   - label: a name for traces and `debugDescription`.
   ///   - interest: `.readable`, `.writable` or both (error and hang-up are always reported).
+  ///   - order: lower orders are handled first when several descriptors are ready at once.
   ///   - handler: called on the loop's thread with what the descriptor reported.
   public convenience init(
     fileDescriptor: Int32,

@@ -102,8 +102,6 @@ extension Loop {
   ) -> WakeResult {
     var forcePoll = poll
     var spun: [Epoll.Event]?
-    let sink = traceSink(mode.mode)
-    var wokenBy: [LoopTracer.WakeCause] = []
     // Held for the whole wait: a rebuild may swap the mode's set while we sleep in this one.
     let (epoll, policy) = lock.withLock { () -> (Epoll, WaitPolicy) in
       if mode.timerNeedsArming { mode.rearmTimer() }
@@ -154,6 +152,9 @@ extension Loop {
     }
     var result = WakeResult()
     let wokeAt = sleptAt.map { _ in LoopClock.Instant.now }
+    // Asked for after the wait, so a tracer attached while the loop slept records that sleep.
+    let sink = traceSink(mode.mode)
+    var wokenBy: [LoopTracer.WakeCause] = []
     lock.withLock {
       sleeping = false
       waitGeneration &+= 1

@@ -37,6 +37,9 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   ///   - fireDate: when to fire first.
   ///   - interval: the repeat interval, or `nil` for a one-shot timer; must be positive.
   ///   - tolerance: how late the loop may fire it to coalesce wakes; must not be negative.
+  ///   - order: kept for parity with CF, which ignores a timer's order too: timers due
+  ///     together fire by fire date, then in the order they were created.
+  ///   - handler: called on the loop's thread each time the timer fires.
   public init(
     label: String? = nil,
     fireAt fireDate: LoopClock.Instant,

@@ -8,78 +8,140 @@
 extension LoopTracer {
   /// The recorded events as a standalone SVG document.
   public func svg(title: String = "RunLoopKit trace") -> String {
-    LoopTracer.svg(of: events, title: title)
+    LoopTracer.svg(panels: [("", events)], title: title)
   }
 
-  /// Renders any list of events as a standalone SVG document.
-  public static func svg(of events: [Event], title: String = "RunLoopKit trace") -> String {
-    var canvas = SwimLaneCanvas()
-    var previousEnd: Duration?
-    for event in events {
-      // Time that passed outside any recorded event (between runs, inside an observer).
-      if let previousEnd, event.start - previousEnd > .milliseconds(1), !event.isSleep {
-        canvas.drawBreak(lasting: event.start - previousEnd, resumingAt: event.start)
-      } else if previousEnd == nil {
-        canvas.drawTimeTick(event.start)
-      }
-      canvas.draw(event)
-      previousEnd = max(previousEnd ?? event.end, event.end)
+  /// Renders lists of events (from one tracer or several, a step of a demo each, say) as
+  /// panels stacked top to bottom in one standalone SVG document, each with its caption.
+  public static func svg(
+    panels: [(caption: String, events: [Event])], title: String = "RunLoopKit trace"
+  ) -> String {
+    var y = 40.0
+    var width = 400.0
+    var body: [String] = []
+    for panel in panels {
+      var canvas = SwimLaneCanvas(panelTop: y, caption: panel.caption)
+      canvas.drawAll(panel.events)
+      body += canvas.elements()
+      width = max(width, canvas.width)
+      y = canvas.panelBottom + 16
     }
-    return canvas.document(title: title, eventCount: events.count)
+    let height = y + 40
+    let count = panels.map(\.events.count).reduce(0, +)
+    let header =
+      "\(escapeXML(title)) — \(count) events. Columns are in order, not to scale; "
+      + "shaded gaps are sleeps."
+    let legend = SwimLaneCanvas.legend(atY: height - 22)
+    return """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <svg xmlns="http://www.w3.org/2000/svg" width="\(px(width))" height="\(px(height))" \
+      viewBox="0 0 \(px(width)) \(px(height))" font-family="Helvetica, Arial, sans-serif">
+      <rect width="100%" height="100%" fill="#ffffff"/>
+      <text x="10" y="24" font-size="14" font-weight="bold" fill="#111">\(header)</text>
+      \((body + legend).joined(separator: "\n"))
+      </svg>
+
+      """
+  }
+
+  /// One decimal place is plenty for pixels.
+  static func px(_ value: Double) -> String {
+    fixed(Int64(value * 10), unit: 10, decimals: 1)
+  }
+
+  static func escapeXML(_ text: String) -> String {
+    var escaped = ""
+    for character in text {
+      switch character {
+      case "&": escaped += "&amp;"
+      case "<": escaped += "&lt;"
+      case ">": escaped += "&gt;"
+      case "\"": escaped += "&quot;"
+      default: escaped.append(character)
+      }
+    }
+    return escaped
   }
 }
 
-/// Lays out events column by column and collects the SVG elements.
+/// Lays out one panel's events column by column and collects its SVG elements.
 struct SwimLaneCanvas {
   static let left = 130.0
-  static let top = 86.0
   static let laneHeight = 46.0
   static let gapWidth = 150.0
   static let breakWidth = 64.0
+  static let activities: [Loop.Activity] = [
+    .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
+  ]
 
+  let panelTop: Double
+  let caption: String
+  /// The top of the first lane: room for the caption and the time labels.
+  let top: Double
   var x = left + 14
   /// Elements drawn behind the marks (gap bands, tick lines) and the marks themselves.
   var background: [String] = []
   var marks: [String] = []
 
-  var lanesBottom: Double { Self.top + Double(LoopTracer.Lane.allCases.count) * Self.laneHeight }
+  init(panelTop: Double, caption: String) {
+    self.panelTop = panelTop
+    self.caption = caption
+    self.top = panelTop + (caption.isEmpty ? 46 : 64)
+  }
+
+  var lanesBottom: Double { top + Double(LoopTracer.Lane.allCases.count) * Self.laneHeight }
+  var panelBottom: Double { lanesBottom + 20 }
+  var width: Double { x + 40 }
+
+  mutating func drawAll(_ events: [LoopTracer.Event]) {
+    var previousEnd: Duration?
+    for event in events {
+      // Time that passed outside any recorded event (between runs, inside an observer).
+      if let previousEnd, event.start - previousEnd > .milliseconds(1), !event.isSleep {
+        drawBreak(lasting: event.start - previousEnd, resumingAt: event.start)
+      } else if previousEnd == nil {
+        drawTimeTick(event.start)
+      }
+      draw(event)
+      previousEnd = max(previousEnd ?? event.end, event.end)
+    }
+  }
 
   func centre(of lane: LoopTracer.Lane, depth: Int) -> Double {
     // Nested runs sit a little lower in each lane, so their marks stand apart.
-    Self.top + (Double(lane.rawValue) + 0.5) * Self.laneHeight + Double(min(depth - 1, 3)) * 5
+    top + (Double(lane.rawValue) + 0.5) * Self.laneHeight + Double(min(depth - 1, 3)) * 5
   }
 
   mutating func draw(_ event: LoopTracer.Event) {
     let y = centre(of: event.lane, depth: event.depth)
+    let took = event.duration > .zero && !event.isSleep
     let tip = escape(
       "\(LoopTracer.milliseconds(event.start)) ms · \(event.mode) · depth \(event.depth) · "
-        + event.summary
-        + (event.duration > .zero && !event.isSleep
-          ? " (\(LoopTracer.format(event.duration)))" : ""))
+        + event.summary + (took ? " (\(LoopTracer.format(event.duration)))" : ""))
     switch event.kind {
     case .activity(let activity):
       let label = activity == .entry ? "enter \(event.mode)" : activity == .exit ? "exit" : nil
       marks.append(
-        "<circle cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"4.5\" fill=\"\(color(of: activity))\">"
+        "<circle cx=\"\(f(x))\" cy=\"\(f(y))\" r=\"4.5\" fill=\"\(Self.color(of: activity))\">"
           + "<title>\(tip)</title></circle>")
       if let label { text(label, at: x + 7, y + 4, size: 11) }
-      x += 14 + (label.map(labelWidth) ?? 0)
+      x += 14 + (label.map(Self.labelWidth) ?? 0)
     case .returned(let result):
       let label = "returned .\(result)"
       marks.append(
-        "<path d=\"M\(f(x)) \(f(y - 6)) l6 6 l-6 6 l-6 -6 z\" fill=\"#444\"><title>\(tip)</title></path>"
-      )
+        "<path d=\"M\(f(x)) \(f(y - 6)) l6 6 l-6 6 l-6 -6 z\" fill=\"#444\">"
+          + "<title>\(tip)</title></path>")
       text(label, at: x + 9, y + 4, size: 11)
-      x += 16 + labelWidth(label)
+      x += 16 + Self.labelWidth(label)
     case .slept(let causes):
       drawSleep(event, causes: causes, y: y, tip: tip)
     default:
       let label = shortLabel(event)
       marks.append(
         "<rect x=\"\(f(x - 4))\" y=\"\(f(y - 9))\" width=\"9\" height=\"18\" rx=\"2\" "
-          + "fill=\"\(color(of: event.lane))\"><title>\(tip)</title></rect>")
+          + "fill=\"\(Self.color(of: event.lane))\"><title>\(tip)</title></rect>")
       text(label, at: x + 9, y + 4, size: 11)
-      x += 18 + labelWidth(label)
+      x += 18 + Self.labelWidth(label)
     }
   }
 
@@ -88,16 +150,16 @@ struct SwimLaneCanvas {
   mutating func drawSleep(
     _ event: LoopTracer.Event, causes: [LoopTracer.WakeCause], y: Double, tip: String
   ) {
-    let width = Self.gapWidth
+    let cause = "woken by " + causes.map(\.description).joined(separator: " + ")
+    let width = max(Self.gapWidth, Self.labelWidth(cause) + 16)
     background.append(
-      "<rect x=\"\(f(x))\" y=\"\(f(Self.top))\" width=\"\(f(width))\" "
-        + "height=\"\(f(lanesBottom - Self.top))\" fill=\"#eef2f7\"><title>\(tip)</title></rect>")
+      "<rect x=\"\(f(x))\" y=\"\(f(top))\" width=\"\(f(width))\" "
+        + "height=\"\(f(lanesBottom - top))\" fill=\"#eef2f7\"><title>\(tip)</title></rect>")
     marks.append(
       "<line x1=\"\(f(x + 4))\" y1=\"\(f(y))\" x2=\"\(f(x + width - 4))\" y2=\"\(f(y))\" "
         + "stroke=\"#5b7fa6\" stroke-width=\"2\" stroke-dasharray=\"5 4\"/>")
     text("asleep \(LoopTracer.format(event.duration))", at: x + 8, y - 7, size: 11)
-    let cause = causes.map(\.description).joined(separator: " + ")
-    text("woken by \(cause)", at: x + 8, y + 16, size: 11, weight: "bold")
+    text(cause, at: x + 8, y + 16, size: 11, weight: "bold")
     x += width
     drawTimeTick(event.end)
   }
@@ -105,9 +167,10 @@ struct SwimLaneCanvas {
   /// Time passing with nothing recorded: a narrow zig-zag gap.
   mutating func drawBreak(lasting duration: Duration, resumingAt start: Duration) {
     let middle = x + Self.breakWidth / 2
+    let half = (lanesBottom - top) / 2
     background.append(
-      "<path d=\"M\(f(middle - 4)) \(f(Self.top)) l8 \(f((lanesBottom - Self.top) / 2)) "
-        + "l-8 \(f((lanesBottom - Self.top) / 2))\" fill=\"none\" stroke=\"#bbb\"/>")
+      "<path d=\"M\(f(middle - 4)) \(f(top)) l8 \(f(half)) l-8 \(f(half))\" fill=\"none\" "
+        + "stroke=\"#bbb\"/>")
     text(LoopTracer.format(duration), at: x + 2, lanesBottom + 14, size: 10, fill: "#777")
     x += Self.breakWidth
     drawTimeTick(start)
@@ -116,11 +179,11 @@ struct SwimLaneCanvas {
   /// A time label along the top with a faint line down through the lanes.
   mutating func drawTimeTick(_ time: Duration) {
     background.append(
-      "<line x1=\"\(f(x))\" y1=\"\(f(Self.top - 4))\" x2=\"\(f(x))\" y2=\"\(f(lanesBottom))\" "
+      "<line x1=\"\(f(x))\" y1=\"\(f(top - 4))\" x2=\"\(f(x))\" y2=\"\(f(lanesBottom))\" "
         + "stroke=\"#d0d0d0\" stroke-width=\"1\"/>")
     marks.append(
-      "<text x=\"\(f(x))\" y=\"\(f(Self.top - 8))\" font-size=\"10\" fill=\"#555\" "
-        + "transform=\"rotate(-35 \(f(x)) \(f(Self.top - 8)))\">"
+      "<text x=\"\(f(x))\" y=\"\(f(top - 8))\" font-size=\"10\" fill=\"#555\" "
+        + "transform=\"rotate(-35 \(f(x)) \(f(top - 8)))\">"
         + "\(LoopTracer.milliseconds(time)) ms</text>")
   }
 
@@ -133,12 +196,16 @@ struct SwimLaneCanvas {
         + "fill=\"\(fill)\">\(escape(content))</text>")
   }
 
-  func document(title: String, eventCount: Int) -> String {
-    let width = x + 40
-    let height = lanesBottom + 70
+  /// The panel: its caption, striped lanes with their names, then everything drawn.
+  func elements() -> [String] {
     var lanes: [String] = []
+    if !caption.isEmpty {
+      lanes.append(
+        "<text x=\"10\" y=\"\(f(panelTop + 18))\" font-size=\"13\" font-weight=\"bold\" "
+          + "fill=\"#111\">\(escape(caption))</text>")
+    }
     for lane in LoopTracer.Lane.allCases {
-      let y = Self.top + Double(lane.rawValue) * Self.laneHeight
+      let y = top + Double(lane.rawValue) * Self.laneHeight
       lanes.append(
         "<rect x=\"0\" y=\"\(f(y))\" width=\"\(f(width))\" height=\"\(f(Self.laneHeight))\" "
           + "fill=\"\(lane.rawValue % 2 == 0 ? "#fafafa" : "#ffffff")\"/>")
@@ -146,32 +213,22 @@ struct SwimLaneCanvas {
         "<text x=\"10\" y=\"\(f(y + Self.laneHeight / 2 + 4))\" font-size=\"12\" "
           + "font-weight=\"bold\" fill=\"#333\">\(escape(lane.description))</text>")
     }
+    return lanes + background + marks
+  }
+
+  /// One coloured dot per activity, with its name.
+  static func legend(atY y: Double) -> [String] {
     var legend: [String] = []
-    var legendX = 10.0
-    let activities: [Loop.Activity] = [
-      .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
-    ]
+    var x = 10.0
     for activity in activities {
       legend.append(
-        "<circle cx=\"\(f(legendX + 5))\" cy=\"\(f(height - 22))\" r=\"4.5\" "
+        "<circle cx=\"\(LoopTracer.px(x + 5))\" cy=\"\(LoopTracer.px(y))\" r=\"4.5\" "
           + "fill=\"\(color(of: activity))\"/>"
-          + "<text x=\"\(f(legendX + 13))\" y=\"\(f(height - 18))\" font-size=\"11\" "
+          + "<text x=\"\(LoopTracer.px(x + 13))\" y=\"\(LoopTracer.px(y + 4))\" font-size=\"11\" "
           + "fill=\"#333\">\(activity)</text>")
-      legendX += 26 + labelWidth("\(activity)")
+      x += 26 + labelWidth("\(activity)")
     }
-    let header =
-      "\(escape(title)) — \(eventCount) events. Columns are in order, not to scale; "
-      + "shaded gaps are sleeps."
-    return """
-      <?xml version="1.0" encoding="UTF-8"?>
-      <svg xmlns="http://www.w3.org/2000/svg" width="\(f(width))" height="\(f(height))" \
-      viewBox="0 0 \(f(width)) \(f(height))" font-family="Helvetica, Arial, sans-serif">
-      <rect width="100%" height="100%" fill="#ffffff"/>
-      <text x="10" y="22" font-size="14" font-weight="bold" fill="#111">\(header)</text>
-      \((lanes + background + marks + legend).joined(separator: "\n"))
-      </svg>
-
-      """
+    return legend
   }
 
   func shortLabel(_ event: LoopTracer.Event) -> String {
@@ -185,9 +242,9 @@ struct SwimLaneCanvas {
     }
   }
 
-  func labelWidth(_ label: String) -> Double { Double(label.count) * 6.4 }
+  static func labelWidth(_ label: String) -> Double { Double(label.count) * 6.4 }
 
-  func color(of activity: Loop.Activity) -> String {
+  static func color(of activity: Loop.Activity) -> String {
     switch activity {
     case .entry: "#2e7d32"
     case .beforeTimers: "#ef6c00"
@@ -198,7 +255,7 @@ struct SwimLaneCanvas {
     }
   }
 
-  func color(of lane: LoopTracer.Lane) -> String {
+  static func color(of lane: LoopTracer.Lane) -> String {
     switch lane {
     case .timers: "#fb8c00"
     case .sources: "#8e24aa"
@@ -208,20 +265,7 @@ struct SwimLaneCanvas {
     }
   }
 
-  /// One decimal place is plenty for pixels.
-  func f(_ value: Double) -> String { LoopTracer.fixed(Int64(value * 10), unit: 10, decimals: 1) }
+  func f(_ value: Double) -> String { LoopTracer.px(value) }
 
-  func escape(_ text: String) -> String {
-    var escaped = ""
-    for character in text {
-      switch character {
-      case "&": escaped += "&amp;"
-      case "<": escaped += "&lt;"
-      case ">": escaped += "&gt;"
-      case "\"": escaped += "&quot;"
-      default: escaped.append(character)
-      }
-    }
-    return escaped
-  }
+  func escape(_ text: String) -> String { LoopTracer.escapeXML(text) }
 }

@@ -79,7 +79,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
       loop.waitPolicy = configuration.waitPolicy
       // The library's own never-signalled source: it keeps the default mode alive, so the
       // thread sleeps in the kernel with nothing to do instead of returning at once.
-      keepAlive = ManualSource {}
+      keepAlive = ManualSource(label: "keep-alive") {}
       try loop.add(keepAlive, to: .default)
     } catch {
       lock.withLock {

@@ -100,6 +100,33 @@ extension RunLoopKitTests {
       thread.stop()
       try thread.join()
     }
+
+    @Test("6. Trace a run and print it as a timeline, or draw it as swim lanes")
+    func tourTracer() throws {
+      let svgPath = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "readme-trace-\(getpid()).svg"
+      ).path
+      let timeline = try onLoopThread { _ -> String in
+        // --- README: tracer ---
+        let loop = Loop.current
+        let tracer = LoopTracer()
+        try tracer.attach(to: loop)
+        try loop.add(LoopTimer(label: "tick", after: .milliseconds(15)) { _ in }, to: .default)
+        try loop.perform {}
+        loop.run(for: .seconds(1))  // .finished: nothing is left once the one-shot timer fired
+        tracer.detach()
+        print(tracer.timeline())
+        try tracer.svg().write(toFile: svgPath, atomically: true, encoding: .utf8)
+        // --- end ---
+        return tracer.timeline()
+      }
+      defer { try? FileManager.default.removeItem(atPath: svgPath) }
+      #expect(timeline.contains("ran 1 block"))
+      #expect(timeline.contains("woken by timer"))
+      #expect(timeline.contains("timer \"tick\" fired"))
+      #expect(timeline.contains("returned .finished"))
+      #expect(SVGSummary(try String(contentsOfFile: svgPath, encoding: .utf8)).error == nil)
+    }
   }
 }
 

@@ -1,0 +1,93 @@
+import Glibc
+import RunLoopKit
+import Synchronization
+
+struct TracerCostResult: Codable {
+  let passes: Int
+  /// Nanoseconds per pass with no tracer attached, and with one attached.
+  let untracedNanosecondsPerPass: Double
+  let tracedNanosecondsPerPass: Double
+  /// Events the tracer recorded per pass.
+  let eventsPerPass: Double
+}
+
+/// What a pass costs with and without a `LoopTracer`: a manual source that signals itself
+/// makes the loop do back-to-back passes with one callout each and no sleep, the worst case
+/// for per-pass overhead. The two cases alternate, three rounds each; medians are reported.
+enum TracerCostStudy {
+  static func run(_ options: Options, progress: Progress) throws -> TracerCostResult {
+    let passes = options.tracerPasses
+    var untraced: [Double] = []
+    var traced: [Double] = []
+    var eventsPerPass = 0.0
+    for _ in 0..<3 {
+      untraced.append(try timePasses(passes, tracer: nil))
+      let tracer = LoopTracer(capacity: 4_096)
+      traced.append(try timePasses(passes, tracer: tracer))
+      eventsPerPass = Double(tracer.events.count + tracer.dropped) / Double(passes)
+    }
+    progress.note("tracer cost")
+    return TracerCostResult(
+      passes: passes, untracedNanosecondsPerPass: untraced.sorted()[1],
+      tracedNanosecondsPerPass: traced.sorted()[1], eventsPerPass: eventsPerPass)
+  }
+
+  /// Nanoseconds per pass over `passes` passes on a fresh thread's loop.
+  private static func timePasses(_ passes: Int, tracer: LoopTracer?) throws -> Double {
+    let result = Atomic<Int>(0)
+    let failure = Atomic<Bool>(false)
+    var thread = pthread_t()
+    let work = Unmanaged.passRetained(
+      PassWork {
+        do {
+          let loop = Loop.current
+          let remaining = Atomic<Int>(passes)
+          // The source signals itself from its own callout, so every pass performs it once.
+          let slot = Mutex<ManualSource?>(nil)
+          let source = ManualSource(label: "pass") {
+            if remaining.subtract(1, ordering: .relaxed).newValue > 0 {
+              slot.withLock { $0 }?.signal()
+            } else {
+              Loop.current.stop()
+            }
+          }
+          slot.withLock { $0 = source }
+          try loop.add(source, to: .default)
+          try tracer?.attach(to: loop)
+          source.signal()
+          let start = LoopClock.Instant.now
+          loop.run(in: .default, for: .seconds(60))
+          result.store(start.duration(to: .now).nanoseconds, ordering: .relaxed)
+          tracer?.detach()
+          slot.withLock { $0 = nil }
+          source.invalidate()
+        } catch {
+          failure.store(true, ordering: .relaxed)
+        }
+      }
+    ).toOpaque()
+    pthread_create(
+      &thread, nil,
+      { raw in
+        Unmanaged<PassWork>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+      }, work)
+    pthread_join(thread, nil)
+    guard !failure.load(ordering: .relaxed) else { throw TracerCostError() }
+    return Double(result.load(ordering: .relaxed)) / Double(passes)
+  }
+}
+
+struct TracerCostError: Error {}
+
+private final class PassWork: Sendable {
+  let body: @Sendable () -> Void
+  init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+
+extension Duration {
+  var nanoseconds: Int {
+    let (seconds, attoseconds) = components
+    return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+  }
+}

@@ -1,0 +1,35 @@
+/// A scenario of `runloop-demo`, by name.
+public struct DemoScenario: Sendable {
+  public let name: String
+  public let summary: String
+  public let run: @Sendable () throws -> DemoReport
+
+  /// Every scenario, in the order the demo lists them.
+  public static let all: [DemoScenario] = [
+    DemoScenario(
+      name: "keepalive",
+      summary: "a thread without an input source exits at once; which loops can be stopped",
+      run: KeepAliveDemo.run),
+    DemoScenario(
+      name: "modes",
+      summary: "a default-mode timer stops while \"tracking\" runs, until it is added to .common",
+      run: ModesDemo.run),
+    DemoScenario(
+      name: "observers", summary: "every activity of a few iterations, in order",
+      run: { try ObserversDemo.run().report }),
+    DemoScenario(
+      name: "sources",
+      summary: "a signalled manual source waits; a descriptor source wakes the loop",
+      run: SourcesDemo.run),
+    DemoScenario(
+      name: "search",
+      summary: "search as you type on one resident thread: stale queries are dropped mid-search",
+      run: { try SearchDemo.run().report }),
+    DemoScenario(
+      name: "network",
+      summary: "a resident network thread serving a loopback TCP echo through descriptor sources",
+      run: { try NetworkDemo.run().report }),
+  ]
+
+  public static func named(_ name: String) -> DemoScenario? { all.first { $0.name == name } }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Glibc
+import RunLoopDemos
+import Testing
+
+@testable import RunLoopKit
+
+extension RunLoopKitTests {
+  /// Each `runloop-demo` scenario, checked by what its trace shows rather than by having run.
+  @Suite("Demo scenarios") struct DemoScenarios {
+    typealias Kind = LoopTracer.Kind
+
+    @Test("keepalive: empty mode returns at once; a port keeps the loop; only the flag loop stops")
+    func keepAlive() throws {
+      let report = try KeepAliveDemo.run()
+      try #require(report.steps.count == 4)
+      // 1. Nothing to wait for: the run returns without even entering the mode.
+      #expect(report.steps[0].events.map(\.kind) == [.returned(.finished)])
+      // 2. The port holds the thread; two messages each wake it; stop() ends the run.
+      let held = report.steps[1].events
+      #expect(sleeps(in: held) == [[.port("work")], [.port("work")], [.wakeUp]])
+      #expect(held.filter { $0.kind == .port("work") }.count == 2)
+      #expect(held.last?.kind == .returned(.stopped))
+      // 3. RunLoop.run()-style: every stop is followed by a new entry.
+      let unstoppable = report.steps[2].events.map(\.kind)
+      #expect(unstoppable.filter { $0 == .returned(.stopped) }.count == 3)
+      #expect(unstoppable.filter { $0 == .activity(.entry) }.count == 3)
+      // 4. The flag loop: one stop, and no entry after it.
+      let stoppable = report.steps[3].events.map(\.kind)
+      #expect(stoppable.filter { $0 == .activity(.entry) }.count == 1)
+      #expect(stoppable.last == .returned(.stopped))
+      #expect(stoppable.contains(.blocks(count: 1)))
+      #expect(report.text().contains("returned .finished"))
+    }
+
+    @Test("modes: a default-mode timer is silent in \"tracking\" until it is added to .common")
+    func modes() throws {
+      let report = try ModesDemo.run()
+      try #require(report.steps.count == 3)
+      let (idle, scrolling, common) = (
+        report.steps[0].events, report.steps[1].events, report.steps[2].events
+      )
+      #expect(fires(of: "clock", in: idle, mode: .default) >= 1)
+      #expect(fires(of: "clock", in: scrolling, mode: ModesDemo.tracking) == 0)
+      #expect(fires(of: "touch", in: scrolling, mode: ModesDemo.tracking) >= 1)
+      #expect(fires(of: "clock", in: common, mode: ModesDemo.tracking) >= 1)
+      #expect(scrolling.allSatisfy { $0.mode == ModesDemo.tracking })
+      #expect(report.text().contains("\"clock\" fired 0 times"))
+    }
+
+    @Test("observers: the observer is told exactly the activities the trace shows, in order")
+    func observers() throws {
+      let (report, told) = try ObserversDemo.run()
+      let events = try #require(report.steps.first?.events)
+      let activities = events.compactMap { event -> String? in
+        if case .activity(let activity) = event.kind { return "\(activity)" }
+        return nil
+      }
+      #expect(told == activities)
+      let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
+      #expect(told == ["entry"] + pass + pass + ["exit"])
+      #expect(
+        events.map { withoutLateness($0.kind) } == [
+          .activity(.entry), .activity(.beforeTimers), .activity(.beforeSources),
+          .blocks(count: 1), .activity(.beforeWaiting), .slept(wokenBy: [.timer]),
+          .activity(.afterWaiting), .timer("tick", lateness: .zero),
+          .activity(.beforeTimers), .activity(.beforeSources), .activity(.beforeWaiting),
+          .slept(wokenBy: [.timer]), .activity(.afterWaiting), .timer("tick", lateness: .zero),
+          .activity(.exit), .returned(.finished),
+        ])
+    }
+
+    @Test(
+      "sources: the signalled source runs only after the pipe wakes the loop; signalAndWake at once"
+    )
+    func sources() throws {
+      let report = try SourcesDemo.run()
+      let events = try #require(report.steps.first?.events)
+      let kinds = events.map(\.kind)
+      let firstManual = try #require(kinds.firstIndex(of: .manualSource("manual")))
+      let pipeEvent = try #require(
+        kinds.firstIndex {
+          if case .descriptor("pipe", _, _) = $0 { return true }
+          return false
+        })
+      // Nothing ran until the pipe woke the loop; the manual source ran in the pass after.
+      #expect(pipeEvent < firstManual)
+      #expect(sleeps(in: Array(events[..<pipeEvent])).count == 1)
+      if case .slept(let causes) = sleeps(in: Array(events[..<pipeEvent])).first.map({
+        Kind.slept(wokenBy: $0)
+      }) {
+        #expect(causes.count == 1)
+        if case .descriptor("pipe", _) = causes[0] {} else { Issue.record("woken by \(causes)") }
+      }
+      // signalAndWake: woken through the wake-up port, performed straight after.
+      let secondManual = try #require(
+        kinds.indices.last { kinds[$0] == .manualSource("manual") })
+      #expect(secondManual > firstManual)
+      #expect(sleeps(in: Array(events[firstManual..<secondManual])) == [[.wakeUp]])
+      #expect(report.text().contains("the source had run 0 times and the loop was still asleep"))
+    }
+
+    @Test("search: every query is finished or dropped by a newer one, all on the resident thread")
+    func search() throws {
+      let outcome = try SearchDemo.run(typing: "runloop")
+      #expect(outcome.callbacksOffThread == 0)
+      #expect(
+        outcome.fates.map(\.query) == ["r", "ru", "run", "runl", "runlo", "runloo", "runloop"])
+      for (index, entry) in outcome.fates.enumerated() {
+        switch entry.fate {
+        case .superseded(let slices, let newer):
+          // Dropped for a later keystroke, before it could finish.
+          #expect(outcome.fates[(index + 1)...].contains { $0.query == newer })
+          #expect(slices < outcome.slicesPerSearch)
+        case .completed(_, _, let slices):
+          #expect(slices == outcome.slicesPerSearch)
+        }
+      }
+      // Keys come faster than a search finishes, so at least one search was dropped.
+      #expect(outcome.fates.contains { if case .superseded = $0.fate { true } else { false } })
+      // The last query completed, and its sliced search agrees with a search in one go.
+      guard case .completed(let best, let matches, _) = outcome.fates.last?.fate else {
+        Issue.record("the last query did not complete: \(String(describing: outcome.fates.last))")
+        return
+      }
+      #expect(best == FuzzyMatcher.best("runloop", in: FuzzyMatcher.corpus, limit: 5))
+      #expect(matches > 0)
+      for match in best {
+        // The highlighted characters spell the query, and the text shows them bracketed.
+        let letters = match.ranges.flatMap { range in
+          range.map { Array(match.name)[$0] }
+        }
+        #expect(String(letters).lowercased() == "runloop")
+        #expect(outcome.report.text().contains(match.highlighted))
+      }
+      // The trace shows keystrokes arriving through the port and the matcher's slices.
+      let events = try #require(outcome.report.steps.first?.events)
+      #expect(events.filter { $0.kind == .port("keystrokes") }.count >= 1)
+      #expect(sleeps(in: events).contains { $0.contains(.port("keystrokes")) })
+      #expect(
+        events.filter { $0.kind == .manualSource("matcher") }.count >= outcome.slicesPerSearch)
+    }
+
+    @Test("Fuzzy matching prefers few runs that start words, and highlights them")
+    func fuzzyMatching() {
+      let query = Array("runloop".utf8)
+      let match = FuzzyMatcher.match(query, in: .init("PortRunLoop"))
+      #expect(match?.highlighted == "Port[RunLoop]")
+      #expect(FuzzyMatcher.match(query, in: .init("RunPoll")) == nil)
+      let split = FuzzyMatcher.match(Array("rl".utf8), in: .init("RunLoop"))
+      #expect(split?.ranges == [0..<1, 3..<4])
+    }
+
+    @Test("network: a loopback echo served by descriptor sources on one resident thread")
+    func network() throws {
+      let openBefore = openDescriptorCount()
+      let outcome = try NetworkDemo.run()
+      #expect(outcome.serverReceived == NetworkDemo.messages)
+      #expect(outcome.clientReceived == NetworkDemo.messages)
+      #expect(outcome.callbacksOffThread == 0)
+      #expect(outcome.descriptors.count == 3)
+      #expect(outcome.descriptors.allSatisfy { !isOpen($0) })
+      #expect(openDescriptorCount() == openBefore)
+      let events = try #require(outcome.report.steps.first?.events)
+      let handled = events.compactMap { event -> (String, DescriptorSource.Events)? in
+        if case .descriptor(let name, _, let reported) = event.kind { return (name, reported) }
+        return nil
+      }
+      let listener = try #require(handled.firstIndex { $0.0 == "listener" })
+      let firstServer = try #require(handled.firstIndex { $0.0 == "server" })
+      #expect(listener < firstServer)
+      #expect(handled.first { $0.0 == "client" }?.1.contains(.writable) == true)
+      // Three messages each way, then the two ends of stream.
+      #expect(handled.filter { $0.0 == "server" }.count == NetworkDemo.messages.count + 1)
+      #expect(handled.filter { $0.0 == "client" }.count == NetworkDemo.messages.count + 2)
+      // The block that opened the sockets woke the loop; after that, only sockets did.
+      let causes = sleeps(in: events)
+      #expect(causes.first == [.wakeUp])
+      #expect(
+        causes.dropFirst().joined().allSatisfy { cause in
+          if case .descriptor = cause { return true }
+          return false
+        })
+    }
+
+    @Test("Every scenario is listed, renders text with its explanation and a well-formed SVG")
+    func everyScenarioRenders() throws {
+      #expect(
+        DemoScenario.all.map(\.name) == [
+          "keepalive", "modes", "observers", "sources", "search", "network",
+        ])
+      for scenario in DemoScenario.all {
+        let report = try scenario.run()
+        let text = report.text()
+        #expect(text.hasPrefix("== \(scenario.name): "))
+        #expect(text.contains("Why:"))
+        #expect(text.contains("time ms"))
+        #expect(report.explanation.count > 200)
+        let svg = SVGSummary(report.svg())
+        #expect(svg.error == nil, "\(scenario.name)")
+        #expect(svg.root == "svg")
+        #expect(svg.texts.contains { $0.hasPrefix("runloop-demo \(scenario.name)") })
+      }
+    }
+
+    private func sleeps(in events: [LoopTracer.Event]) -> [[LoopTracer.WakeCause]] {
+      events.compactMap { event in
+        if case .slept(let causes) = event.kind { return causes }
+        return nil
+      }
+    }
+
+    private func fires(of name: String, in events: [LoopTracer.Event], mode: Loop.Mode) -> Int {
+      events.filter {
+        if case .timer(name, _) = $0.kind { return $0.mode == mode }
+        return false
+      }.count
+    }
+
+    private func withoutLateness(_ kind: Kind) -> Kind {
+      if case .timer(let name, _) = kind { return .timer(name, lateness: .zero) }
+      return kind
+    }
+  }
+}
