@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import RunLoopKit
-import Synchronization
 
 /// Why a scenario could not finish.
 public struct DemoError: Error, CustomStringConvertible {
@@ -28,12 +27,12 @@ func stamp(_ tracer: LoopTracer, _ instant: LoopClock.Instant = .now) -> String 
 /// A thread that runs one body and hands back its result when joined.
 final class DemoThread<Value: Sendable>: Sendable {
   private let finished = DispatchSemaphore(value: 0)
-  private let outcome = Mutex<Result<Value, any Error>?>(nil)
+  private let outcome = Locked<Result<Value, any Error>?>(nil)
 
   init(name: String, _ body: @escaping @Sendable () throws -> Value) {
     let thread = Thread { [self] in
       let result = Result { try body() }
-      outcome.withLock { $0 = result }
+      outcome.value = result
       finished.signal()
     }
     thread.name = name
@@ -45,19 +44,26 @@ final class DemoThread<Value: Sendable>: Sendable {
     guard finished.wait(timeout: .now() + seconds) == .success else {
       throw DemoError("a demo thread did not finish within \(seconds) s")
     }
-    return try outcome.withLock { $0! }.get()
+    return try outcome.value!.get()
   }
 }
 
-/// A value handed from one thread to another.
-final class Shared<Value: Sendable>: Sendable {
-  private let storage: Mutex<Value>
-  init(_ value: Value) { storage = Mutex(value) }
+/// A value shared between threads behind a lock. An `NSLock` (a pthread mutex) rather than
+/// `Synchronization.Mutex`, whose futex ThreadSanitizer cannot see.
+final class Locked<Value>: @unchecked Sendable {  // `stored` is only touched under `lock`
+  private let lock = NSLock()
+  private var stored: Value
+
+  init(_ value: Value) { stored = value }
+
   var value: Value {
-    get { storage.withLock { $0 } }
-    set { storage.withLock { $0 = newValue } }
+    get { lock.withLock { stored } }
+    set { lock.withLock { stored = newValue } }
   }
-  func update<T>(_ body: (inout Value) -> T) -> T { storage.withLock { body(&$0) } }
+
+  func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+    try lock.withLock { try body(&stored) }
+  }
 }
 
 extension [LoopTracer.Event] {

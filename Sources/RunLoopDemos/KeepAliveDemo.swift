@@ -48,7 +48,7 @@ public enum KeepAliveDemo {
 
   /// Steps 2–4: one thread with a port, run three ways.
   static func portKeepsItAlive() throws -> [DemoStep] {
-    let loopBox = Shared<Loop?>(nil)
+    let loopBox = Locked<Loop?>(nil)
     let round = Atomic<Int>(0)
     let handled = Atomic<Int>(0)
     let shouldExit = Atomic<Bool>(false)

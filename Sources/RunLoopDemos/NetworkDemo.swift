@@ -1,6 +1,5 @@
 import Glibc
 import RunLoopKit
-import Synchronization
 
 /// `network`: a resident "network thread" serving a loopback TCP echo exchange through
 /// descriptor sources — one thread for every socket callback, the way early networking
@@ -76,7 +75,7 @@ final class EchoSession: Sendable {
 
   let tracer: LoopTracer
   let isOnThread: @Sendable () -> Bool
-  let state = Mutex(State())
+  let state = Locked(State())
 
   init(tracer: LoopTracer, isOnThread: @escaping @Sendable () -> Bool) {
     self.tracer = tracer

@@ -6,18 +6,18 @@ public enum ObserversDemo {
     var report = DemoReport(name: "observers", title: "every activity of a few iterations")
     let thread = DemoThread(name: "observed") { () throws -> ([LoopTracer.Event], [String]) in
       let loop = Loop.current
-      let told = Shared<[String]>([])
+      let told = Locked<[String]>([])
       let observer = LoopObserver(activities: .all) { _, activity in
-        told.update { $0.append("\(activity)") }
+        told.withLock { $0.append("\(activity)") }
       }
       try loop.add(observer, to: .default)
       defer { observer.invalidate() }
-      let fires = Shared(0)
+      let fires = Locked(0)
       let tick = try LoopTimer(
         label: "tick", after: .milliseconds(15), repeating: .milliseconds(15)
       ) {
         timer in
-        if fires.update({
+        if fires.withLock({
           $0 += 1
           return $0
         }) == 2 {

@@ -1,5 +1,4 @@
 import RunLoopKit
-import Synchronization
 
 /// `search`: search-as-you-type on one resident thread. Keystrokes arrive through a port
 /// faster than a search finishes; the search runs in slices, one per pass of the loop, so a
@@ -123,9 +122,9 @@ final class SearchSession: Sendable {
 
   let tracer: LoopTracer
   let isOnThread: @Sendable () -> Bool
-  let state = Mutex(State())
+  let state = Locked(State())
   /// Set once the source exists and cleared at the end, breaking the reference cycle.
-  let matcher = Mutex<ManualSource?>(nil)
+  let matcher = Locked<ManualSource?>(nil)
 
   init(tracer: LoopTracer, isOnThread: @escaping @Sendable () -> Bool) {
     self.tracer = tracer

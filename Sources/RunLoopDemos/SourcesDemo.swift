@@ -15,7 +15,7 @@ public enum SourcesDemo {
       close(writeEnd)
     }
     let performed = Atomic<Int>(0)
-    let loopBox = Shared<Loop?>(nil)
+    let loopBox = Locked<Loop?>(nil)
     let manual = ManualSource(label: "manual") { performed.add(1, ordering: .relaxed) }
     let tracer = LoopTracer()
     let thread = DemoThread(name: "sources") { () throws -> Void in

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Records what one loop does, pass by pass, on the monotonic clock: every activity an
 /// observer could see, plus what observers cannot — which block batch, source, port, timer or
 /// descriptor ran and for how long, how long the loop slept and what woke it, and why each
@@ -19,7 +17,7 @@ import Synchronization
 /// tracer.detach()
 /// print(tracer.timeline())
 /// ```
-public final class LoopTracer: Sendable {
+public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `lock`
   /// One thing the loop did.
   public struct Event: Sendable, Equatable {
     /// When it began, measured from the tracer's creation.
@@ -83,7 +81,9 @@ public final class LoopTracer: Sendable {
   public let capacity: Int
   /// Time zero of every event's `start`.
   public let origin: LoopClock.Instant
-  private let state: Mutex<State>
+  /// A pthread mutex, not `Mutex`, so ThreadSanitizer sees the synchronisation.
+  private let lock = Lock()
+  private var state = State()
 
   private struct State {
     var ring: [Event] = []
@@ -97,7 +97,6 @@ public final class LoopTracer: Sendable {
   public init(capacity: Int = 10_000) {
     self.capacity = max(1, capacity)
     self.origin = .now
-    self.state = Mutex(State())
   }
 
   /// Starts recording what `loop` does. A loop has at most one tracer and a tracer follows
@@ -106,7 +105,7 @@ public final class LoopTracer: Sendable {
   public func attach(to loop: Loop) throws(LoopError) {
     // Claim the tracer first, then install it with this lock released: the loop records
     // events (taking this lock) without holding its own, and the order must never invert.
-    try state.withLock { state throws(LoopError) in
+    try lock.withLock { () throws(LoopError) in
       guard let current = state.loop else {
         state.loop = loop
         return
@@ -119,7 +118,7 @@ public final class LoopTracer: Sendable {
     do {
       try loop.installTracer(self)
     } catch {
-      state.withLock { state in
+      lock.withLock {
         if state.loop === loop { state.loop = nil }
       }
       throw error
@@ -128,7 +127,7 @@ public final class LoopTracer: Sendable {
 
   /// Stops recording. The events recorded so far stay readable.
   public func detach() {
-    let loop = state.withLock { state -> Loop? in
+    let loop = lock.withLock { () -> Loop? in
       defer { state.loop = nil }
       return state.loop
     }
@@ -137,17 +136,15 @@ public final class LoopTracer: Sendable {
 
   /// The events recorded so far, oldest first. Safe from any thread, while recording too.
   public var events: [Event] {
-    state.withLock { state in
-      Array(state.ring[state.next...] + state.ring[..<state.next])
-    }
+    lock.withLock { Array(state.ring[state.next...] + state.ring[..<state.next]) }
   }
 
   /// Events that did not fit in `capacity` and were dropped, oldest first.
-  public var dropped: Int { state.withLock { $0.dropped } }
+  public var dropped: Int { lock.withLock { state.dropped } }
 
   /// Forgets every event recorded so far (keeps recording if attached).
   public func clear() {
-    state.withLock { state in
+    lock.withLock {
       state.ring.removeAll(keepingCapacity: true)
       state.next = 0
       state.dropped = 0
@@ -155,7 +152,7 @@ public final class LoopTracer: Sendable {
   }
 
   func record(_ event: Event) {
-    state.withLock { state in
+    lock.withLock {
       if state.ring.count < capacity {
         state.ring.append(event)
       } else {
