@@ -35,7 +35,7 @@ enum TracerCostStudy {
   /// Nanoseconds per pass over `passes` passes on a fresh thread's loop.
   private static func timePasses(_ passes: Int, tracer: LoopTracer?) throws -> Double {
     let result = Atomic<Int>(0)
-    let failure = Atomic<Bool>(false)
+    let failure = Mutex<(any Error)?>(nil)
     var thread = pthread_t()
     let work = Unmanaged.passRetained(
       PassWork {
@@ -62,23 +62,31 @@ enum TracerCostStudy {
           slot.withLock { $0 = nil }
           source.invalidate()
         } catch {
-          failure.store(true, ordering: .relaxed)
+          failure.withLock { $0 = error }
         }
       }
     ).toOpaque()
-    pthread_create(
+    let created = pthread_create(
       &thread, nil,
       { raw in
         Unmanaged<PassWork>.fromOpaque(raw!).takeRetainedValue().body()
         return nil
       }, work)
+    guard created == 0 else {
+      Unmanaged<PassWork>.fromOpaque(work).release()
+      throw TracerCostError(description: "pthread_create failed with error \(created)")
+    }
     pthread_join(thread, nil)
-    guard !failure.load(ordering: .relaxed) else { throw TracerCostError() }
+    if let error = failure.withLock({ $0 }) {
+      throw TracerCostError(description: "the traced loop failed: \(error)")
+    }
     return Double(result.load(ordering: .relaxed)) / Double(passes)
   }
 }
 
-struct TracerCostError: Error {}
+struct TracerCostError: Error, CustomStringConvertible {
+  let description: String
+}
 
 private final class PassWork: Sendable {
   let body: @Sendable () -> Void

@@ -90,6 +90,14 @@ public enum KeepAliveDemo {
       return tracers
     }
 
+    // If a step below fails, let the worker's loops end (each run has a 10 s deadline).
+    var finished = false
+    defer {
+      if !finished {
+        shouldExit.store(true, ordering: .releasing)
+        loopBox.value?.stop()
+      }
+    }
     try waitFor("the worker's loop") { loopBox.value != nil }
     let loop = loopBox.value!
     func waitUntilAsleep(inRound wanted: Int) throws {
@@ -118,6 +126,7 @@ public enum KeepAliveDemo {
       shouldExit.store(true, ordering: .releasing)
       Loop.current.stop()
     }
+    finished = true
     let tracers = try worker.join()
     return [
       DemoStep(

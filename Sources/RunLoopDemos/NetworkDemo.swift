@@ -28,9 +28,17 @@ public enum NetworkDemo {
     let tracer = LoopTracer()
     try tracer.attach(to: thread.loop)
     let session = EchoSession(tracer: tracer) { [weak thread] in thread?.isCurrent == true }
-    try thread.performAndWait { try session.start(on: Loop.current) }
-    try waitFor("the echo exchange to finish") { session.isFinished }
-    tracer.detach()
+    let exchange = Result {
+      try thread.performAndWait { try session.start(on: Loop.current) }
+      try waitFor("the echo exchange to finish") { session.isFinished }
+    }
+    // On the loop's own thread, after the last callout was recorded: stop tracing, and close
+    // whatever a failure left open.
+    try thread.performAndWait {
+      tracer.detach()
+      session.closeAll()
+    }
+    try exchange.get()
     let state = session.snapshot
     if let failure = state.failure { throw DemoError(failure) }
 
@@ -70,7 +78,10 @@ final class EchoSession: Sendable {
     var finished = false
     var failure: String?
     var offThread = 0
+    /// Every socket opened, and the ones not closed yet.
     var descriptors: [Int32] = []
+    var open: Set<Int32> = []
+    var sources: [DescriptorSource] = []
   }
 
   let tracer: LoopTracer
@@ -92,29 +103,59 @@ final class EchoSession: Sendable {
   /// Runs on the network thread: opens the listener and starts the client's connect.
   func start(on loop: Loop) throws {
     let (listener, port) = try TCPSocket.listen()
-    state.withLock { $0.descriptors.append(listener) }
+    opened(listener)
     let listenerSource = DescriptorSource(fileDescriptor: listener, label: "listener") {
       [self] source, _ in
       guard let connection = attempt({ try TCPSocket.accept(listener) }) else { return }
-      state.withLock { $0.descriptors.append(connection) }
+      opened(connection)
       note("listener: accepted a connection (fd \(connection)); listener closed")
       source.invalidate()
-      close(listener)
+      closeSocket(listener)
       let server = DescriptorSource(fileDescriptor: connection, label: "server") {
         [self] source, _ in serve(source, connection)
       }
+      track(server)
       attempt { try loop.add(server, to: .default) }
     }
+    track(listenerSource)
     try loop.add(listenerSource, to: .default)
     let client = try TCPSocket.connect(port: port)
-    state.withLock { $0.descriptors.append(client) }
+    opened(client)
     note("listening on 127.0.0.1:\(port) (fd \(listener)); client fd \(client) connecting")
     let clientSource = DescriptorSource(
       fileDescriptor: client, label: "client", interest: .writable
     ) { [self] source, events in
       talk(source, client, events)
     }
+    track(clientSource)
     try loop.add(clientSource, to: .default)
+  }
+
+  private func opened(_ fd: Int32) {
+    state.withLock {
+      $0.descriptors.append(fd)
+      $0.open.insert(fd)
+    }
+  }
+
+  private func track(_ source: DescriptorSource) { state.withLock { $0.sources.append(source) } }
+
+  private func closeSocket(_ fd: Int32) {
+    if state.withLock({ $0.open.remove(fd) }) != nil { close(fd) }
+  }
+
+  /// On the network thread, at the end: removes every source and closes every socket that a
+  /// failure left behind (after a clean exchange there are none).
+  func closeAll() {
+    let (sources, fds) = state.withLock { state in
+      defer {
+        state.sources = []
+        state.open = []
+      }
+      return (state.sources, state.open)
+    }
+    for source in sources { source.invalidate() }
+    for fd in fds { close(fd) }
   }
 
   /// The server's side of the connection: echo what comes, close at end of stream.
@@ -124,7 +165,7 @@ final class EchoSession: Sendable {
     if bytes.isEmpty {
       note("server: end of stream; closes its side")
       source.invalidate()
-      close(fd)
+      closeSocket(fd)
       return
     }
     let text = String(decoding: bytes, as: UTF8.self)
@@ -149,7 +190,7 @@ final class EchoSession: Sendable {
     if bytes.isEmpty {
       note("client: end of stream; closes, exchange over")
       source.invalidate()
-      close(fd)
+      closeSocket(fd)
       state.withLock { $0.finished = true }
       return
     }

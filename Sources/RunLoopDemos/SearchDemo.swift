@@ -60,7 +60,9 @@ public enum SearchDemo {
       try waitFor("the search for \"\(query)\" to start") { session.hasStarted(query) }
     }
     try waitFor("the search for \"\(text)\" to complete") { session.fate(of: text) != nil }
-    tracer.detach()
+    // Detached from the loop's own thread, after the last slice's callout has been recorded.
+    try thread.performAndWait { tracer.detach() }
+    let events = tracer.events
 
     let fates = typed.map { query in (query, session.fate(of: query)!) }
     let slicesPerSearch = (FuzzyMatcher.corpus.count + sliceSize - 1) / sliceSize
@@ -68,8 +70,8 @@ public enum SearchDemo {
     var step = DemoStep(
       caption: "\"\(text)\" typed into a search box; \(FuzzyMatcher.corpus.count) names searched "
         + "in slices of \(sliceSize), one slice per pass of the loop",
-      events: tracer.events, notes: session.notes)
-    step.shown = tracer.events.filter {
+      events: events, notes: session.notes)
+    step.shown = events.filter {
       switch $0.kind {
       case .activity, .blocks: false
       default: true
@@ -142,32 +144,19 @@ final class SearchSession: Sendable {
 
   /// The matcher: drop a stale search, start the newest one, search one slice.
   func searchOneSlice() {
+    // Decide under the lock, search with it released (the typist polls it meanwhile), then
+    // store the result. Only this thread's callbacks change the job, so nothing moves between.
+    guard var job = nextJob() else { return }
+    let corpus = FuzzyMatcher.corpus
+    let end = min(job.next + SearchDemo.sliceSize, corpus.count)
+    for entry in corpus[job.next..<end] {
+      guard let match = FuzzyMatcher.match(job.bytes, in: entry) else { continue }
+      job.matches += 1
+      FuzzyMatcher.keepBest(&job.best, adding: match, limit: SearchDemo.resultLimit)
+    }
+    job.next = end
+    job.slices += 1
     let more = state.withLock { state -> Bool in
-      if !isOnThread() { state.offThread += 1 }
-      guard let latest = state.latest else { return false }
-      if let job = state.job, job.query != latest {
-        state.fates[job.query] = .superseded(afterSlices: job.slices, by: latest)
-        state.notes.append(
-          "\(stamp(tracer)): search for \"\(job.query)\" dropped after \(job.slices) slice"
-            + "\(job.slices == 1 ? "" : "s"): \"\(latest)\" is newer")
-        state.job = nil
-      }
-      if state.job == nil {
-        guard state.fates[latest] == nil else { return false }
-        state.job = SearchSession.Job(query: latest, bytes: Array(latest.lowercased().utf8))
-        state.started.insert(latest)
-        state.notes.append("\(stamp(tracer)): search for \"\(latest)\" started")
-      }
-      var job = state.job!
-      let corpus = FuzzyMatcher.corpus
-      let end = min(job.next + SearchDemo.sliceSize, corpus.count)
-      for entry in corpus[job.next..<end] {
-        guard let match = FuzzyMatcher.match(job.bytes, in: entry) else { continue }
-        job.matches += 1
-        FuzzyMatcher.keepBest(&job.best, adding: match, limit: SearchDemo.resultLimit)
-      }
-      job.next = end
-      job.slices += 1
       guard end == corpus.count else {
         state.job = job
         return true
@@ -181,6 +170,29 @@ final class SearchSession: Sendable {
     // More to do: signalled from the loop's own thread, so no wake-up is needed; the loop
     // polls after a pass that handled a source and performs this again on the next one.
     if more { matcher.withLock { $0 }?.signal() }
+  }
+
+  /// The search to continue: the current one, or the newest query if the current one is
+  /// stale (it is dropped) or finished. Nil when there is nothing to do.
+  private func nextJob() -> Job? {
+    state.withLock { state -> Job? in
+      if !isOnThread() { state.offThread += 1 }
+      guard let latest = state.latest else { return nil }
+      if let job = state.job, job.query != latest {
+        state.fates[job.query] = .superseded(afterSlices: job.slices, by: latest)
+        state.notes.append(
+          "\(stamp(tracer)): search for \"\(job.query)\" dropped after \(job.slices) slice"
+            + "\(job.slices == 1 ? "" : "s"): \"\(latest)\" is newer")
+        state.job = nil
+      }
+      if state.job == nil {
+        guard state.fates[latest] == nil else { return nil }
+        state.job = SearchSession.Job(query: latest, bytes: Array(latest.lowercased().utf8))
+        state.started.insert(latest)
+        state.notes.append("\(stamp(tracer)): search for \"\(latest)\" started")
+      }
+      return state.job
+    }
   }
 
   func note(_ text: String) {

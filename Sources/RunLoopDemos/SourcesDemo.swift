@@ -35,6 +35,14 @@ public enum SourcesDemo {
       loop.run(in: .default, until: .now.advanced(by: .seconds(10)))
       tracer.detach()
     }
+    // If a step below fails, end the loop thread before the pipe it reads is closed.
+    var joined = false
+    defer {
+      if !joined {
+        loopBox.value?.stop()
+        _ = try? thread.join(seconds: 15)
+      }
+    }
     try waitFor("the loop to sleep") { loopBox.value?.isWaiting == true }
     let loop = loopBox.value!
     var notes: [String] = []
@@ -60,6 +68,7 @@ public enum SourcesDemo {
         + "woken through the loop's eventfd, the loop performed it straight away.")
     try waitFor("the second perform") { performed.load(ordering: .relaxed) == 2 && loop.isWaiting }
     loop.stop()
+    joined = true
     try thread.join()
 
     report.steps.append(

@@ -46,7 +46,6 @@ extension Loop {
       counters.blocksRun += UInt64(blocks.count)  // the rare blocks put back are taken off again
       return (blocks, commonModeNames)
     }
-    guard !taken.isEmpty else { return }
     if !taken.allSatisfy({ $0.applies(to: mode.mode, commonModes: commonModes) }) {
       let kept = taken.filter { !$0.applies(to: mode.mode, commonModes: commonModes) }
       taken.removeAll { !$0.applies(to: mode.mode, commonModes: commonModes) }
@@ -55,6 +54,7 @@ extension Loop {
         counters.blocksRun -= UInt64(kept.count)
       }
     }
+    guard !taken.isEmpty else { return }
     let sink = traceSink(mode.mode)
     let began = sink?.now
     for queued in taken { queued.block() }
@@ -117,13 +117,21 @@ extension Loop {
       }
       return (mode.epoll, self.policy)
     }
+    var spinStart: LoopClock.Instant?
     if !forcePoll && !wakePending.load(ordering: .acquiring) {
       switch policy {
       case .sleep: break
-      case .spinThenSleep(let window): spun = spin(on: epoll, window: window, until: deadline)
-      case .busyWait: spun = spin(on: epoll, window: nil, until: deadline)
+      case .spinThenSleep(let window):
+        spinStart = .now
+        spun = spin(on: epoll, window: window, until: deadline)
+      case .busyWait:
+        spinStart = .now
+        spun = spin(on: epoll, window: nil, until: deadline)
       }
     }
+    let spinEnd = spinStart.map { _ in LoopClock.Instant.now }
+    // A spin that ran into the deadline leaves nothing to sleep for.
+    if spun == nil, let spinEnd, let deadline, deadline <= spinEnd { forcePoll = true }
     lock.withLock {
       // Someone asked for a wake while we were busy: answer it by not sleeping.
       if wakeRequested {
@@ -179,11 +187,15 @@ extension Loop {
           } else {
             causes.descriptor = 1
           }
-          if sink != nil, let source {
-            wokenBy.append(
-              source.isPort
-                ? .port(source.traceName)
-                : .descriptor(source.traceName, fd: source.fileDescriptor))
+          if sink != nil {
+            if let source {
+              wokenBy.append(
+                source.isPort
+                  ? .port(source.traceName)
+                  : .descriptor(source.traceName, fd: source.fileDescriptor))
+            } else {
+              wokenBy.append(.unregisteredDescriptor)
+            }
           }
         }
       }
@@ -196,6 +208,11 @@ extension Loop {
         counters.wakes.wakeUp += causes.wakeUp
         counters.wakes.timeout += causes.timeout
       }
+    }
+    if let sink, let spinStart, let spinEnd {
+      // Found nothing in the window (nil), a posted wake-up (no events), or descriptors.
+      let found = spun.map { $0.isEmpty ? [.wakeUp] : wokenBy } ?? []
+      sink.record(.spun(wokenBy: found), from: spinStart, to: spinEnd)
     }
     if let sink, let sleptAt, let wokeAt {
       sink.record(

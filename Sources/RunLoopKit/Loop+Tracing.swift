@@ -6,6 +6,7 @@ extension Loop {
   /// Where one phase records what it does, stamped with the mode and nesting depth.
   struct TraceSink {
     let tracer: LoopTracer
+    let loop: Loop
     let mode: Mode
     let depth: Int
 
@@ -22,7 +23,8 @@ extension Loop {
       tracer.record(
         LoopTracer.Event(
           start: tracer.origin.duration(to: start), duration: start.duration(to: end),
-          depth: depth, mode: mode, kind: kind))
+          depth: depth, mode: mode, kind: kind),
+        from: loop)
     }
   }
 
@@ -32,7 +34,9 @@ extension Loop {
   func traceSink(_ mode: Mode, runsBelow extraDepth: Int = 0) -> TraceSink? {
     guard tracing.load(ordering: .relaxed) else { return nil }
     return lock.withLock {
-      tracer.map { TraceSink(tracer: $0, mode: mode, depth: frames.count + extraDepth) }
+      tracer.map {
+        TraceSink(tracer: $0, loop: self, mode: mode, depth: frames.count + extraDepth)
+      }
     }
   }
 
@@ -48,6 +52,9 @@ extension Loop {
       tracing.store(true, ordering: .relaxed)
     }
   }
+
+  /// True once the loop's thread has exited and the loop was torn down.
+  var hasExited: Bool { lock.withLock { tornDown } }
 
   func removeTracer(_ oldTracer: LoopTracer) {
     lock.withLock {

@@ -57,6 +57,9 @@ extension LoopTracer {
       case "<": escaped += "&lt;"
       case ">": escaped += "&gt;"
       case "\"": escaped += "&quot;"
+      // XML 1.0 allows no other C0 control characters, even escaped.
+      case _ where character.asciiValue.map { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A } == true:
+        escaped += "?"
       default: escaped.append(character)
       }
     }
@@ -95,7 +98,7 @@ struct SwimLaneCanvas {
 
   mutating func drawAll(_ events: [LoopTracer.Event]) {
     var previousEnd: Duration?
-    for event in events {
+    for event in LoopTracer.inStartOrder(events) {
       // Time that passed outside any recorded event (between runs, inside an observer).
       if let previousEnd, event.start - previousEnd > .milliseconds(1), !event.isSleep {
         drawBreak(lasting: event.start - previousEnd, resumingAt: event.start)
@@ -238,6 +241,9 @@ struct SwimLaneCanvas {
     case .timer(let name, _): name
     case .descriptor(let name, _, let events): "\(name) \(events)"
     case .port(let name): name
+    case .spun(let causes):
+      "spun \(LoopTracer.format(event.duration))"
+        + (causes.isEmpty ? "" : " → " + causes.map(\.description).joined(separator: " + "))
     default: event.summary
     }
   }

@@ -35,24 +35,35 @@ extension LoopTracer {
     LoopTracer.timeline(of: events, dropped: dropped)
   }
 
-  /// Renders any list of events (a filtered slice of `events`, say) as text.
+  /// Renders any list of events (a filtered slice of `events`, say) as text, in order of
+  /// their start: a callout is recorded when it returns, so a block that ran a nested run is
+  /// recorded after the nested run's events but shown before them.
   public static func timeline(of events: [Event], dropped: Int = 0) -> String {
+    let events = inStartOrder(events)
+    let timeWidth = max(10, events.map { milliseconds($0.start).count }.max() ?? 0)
     let modeWidth = max(4, events.map { $0.mode.name.count }.max() ?? 0)
     let laneWidth = Lane.allCases.map { $0.description.count }.max() ?? 0
     var lines: [String] = []
     if dropped > 0 { lines.append("(\(dropped) earlier events dropped: the tracer was full)") }
     lines.append(
-      pad("time ms", 10, right: true) + "  " + pad("mode", modeWidth) + "  "
+      pad("time ms", timeWidth, right: true) + "  " + pad("mode", modeWidth) + "  "
         + pad("lane", laneWidth) + "  what happened")
     for event in events {
       let indent = String(repeating: "  ", count: max(0, event.depth - 1))
       var what = indent + event.summary
       if event.duration > .zero, !event.isSleep { what += "  (\(format(event.duration)))" }
       lines.append(
-        pad(milliseconds(event.start), 10, right: true) + "  " + pad(event.mode.name, modeWidth)
+        pad(milliseconds(event.start), timeWidth, right: true) + "  "
+          + pad(event.mode.name, modeWidth)
           + "  " + pad(event.lane.description, laneWidth) + "  " + what)
     }
     return lines.joined(separator: "\n")
+  }
+
+  /// Sorted by start time; events that start together keep the order they were recorded in.
+  static func inStartOrder(_ events: [Event]) -> [Event] {
+    events.enumerated().sorted { ($0.element.start, $0.offset) < ($1.element.start, $1.offset) }
+      .map(\.element)
   }
 
   /// A duration the way a person reads it: "850 ns", "12.4 µs", "3.21 ms", "1.50 s".
@@ -105,7 +116,7 @@ extension LoopTracer.Event {
     case .timer: .timers
     case .manualSource: .sources
     case .blocks: .blocks
-    case .slept: .waiting
+    case .slept, .spun: .waiting
     case .descriptor, .port: .descriptors
     }
   }
@@ -142,6 +153,11 @@ extension LoopTracer.Event {
     case .slept(let causes):
       "slept \(LoopTracer.format(duration)), woken by "
         + causes.map(\.description).joined(separator: " + ")
+    case .spun(let causes):
+      "spun \(LoopTracer.format(duration)) instead of sleeping, "
+        + (causes.isEmpty
+          ? "nothing came"
+          : "then found " + causes.map(\.description).joined(separator: " + "))
     }
   }
 

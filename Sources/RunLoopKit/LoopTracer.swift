@@ -51,6 +51,10 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     case port(String)
     /// The loop blocked in `epoll_wait`; the event's duration is how long it slept.
     case slept(wokenBy: [WakeCause])
+    /// Under a spinning `Loop.WaitPolicy`, the loop polled instead of sleeping; the duration
+    /// is how long it spun. No causes: the window ran out (a sleep follows, unless the
+    /// deadline has passed).
+    case spun(wokenBy: [WakeCause])
     /// A `run` call returned. A run of an empty mode returns `.finished` without any entry.
     case returned(Loop.RunResult)
   }
@@ -65,6 +69,9 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     case wakeUp
     /// Nothing: the run's deadline passed.
     case deadline
+    /// A descriptor the loop no longer has a source for (its fd was closed while the file
+    /// stayed open elsewhere); the loop rebuilds that mode's epoll set.
+    case unregisteredDescriptor
 
     public var description: String {
       switch self {
@@ -73,6 +80,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       case .timer: "timer"
       case .wakeUp: "wake-up"
       case .deadline: "deadline"
+      case .unregisteredDescriptor: "an unregistered descriptor"
       }
     }
   }
@@ -91,6 +99,8 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     var next = 0
     var dropped = 0
     weak var loop: Loop?
+    /// When the current attach happened, measured from `origin`.
+    var attachedAt: Duration = .zero
   }
 
   /// - Parameter capacity: how many events to keep (at least 1); the oldest go first.
@@ -100,38 +110,35 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   }
 
   /// Starts recording what `loop` does. A loop has at most one tracer and a tracer follows
-  /// one loop; attaching either twice throws. Safe from any thread: a loop that is asleep
-  /// starts recording when it next wakes.
+  /// one loop at a time; attaching either twice throws (a loop whose thread has exited no
+  /// longer counts). Safe from any thread. Attached while the loop sleeps, the tracer records
+  /// that sleep from the moment of attaching.
   public func attach(to loop: Loop) throws(LoopError) {
-    // Claim the tracer first, then install it with this lock released: the loop records
-    // events (taking this lock) without holding its own, and the order must never invert.
+    // Held across the loop's install so attach and detach happen one at a time. Lock order:
+    // this lock, then the loop's. The loop never takes this one while holding its own.
     try lock.withLock { () throws(LoopError) in
-      guard let current = state.loop else {
-        state.loop = loop
-        return
+      if let current = state.loop {
+        guard current !== loop else { return }
+        guard current.hasExited else {
+          throw .invalidArgument(
+            name: "LoopTracer.attach(to:)", value: "loop of thread \(loop.threadID)",
+            reason: "this tracer already follows the loop of thread \(current.threadID); detach it")
+        }
+        current.removeTracer(self)
       }
-      guard current !== loop else { return }
-      throw .invalidArgument(
-        name: "LoopTracer.attach(to:)", value: "loop of thread \(loop.threadID)",
-        reason: "this tracer already follows the loop of thread \(current.threadID); detach it")
-    }
-    do {
       try loop.installTracer(self)
-    } catch {
-      lock.withLock {
-        if state.loop === loop { state.loop = nil }
-      }
-      throw error
+      state.loop = loop
+      state.attachedAt = origin.duration(to: .now)
     }
   }
 
-  /// Stops recording. The events recorded so far stay readable.
+  /// Stops recording; a callout still running on the loop's thread is not recorded either.
+  /// The events recorded so far stay readable.
   public func detach() {
-    let loop = lock.withLock { () -> Loop? in
-      defer { state.loop = nil }
-      return state.loop
+    lock.withLock {
+      state.loop?.removeTracer(self)
+      state.loop = nil
     }
-    loop?.removeTracer(self)
   }
 
   /// The events recorded so far, oldest first. Safe from any thread, while recording too.
@@ -151,8 +158,16 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     }
   }
 
-  func record(_ event: Event) {
+  func record(_ event: Event, from loop: Loop) {
     lock.withLock {
+      // A phase takes its sink before a callout and records after it; if the tracer was
+      // detached (or moved to another loop) meanwhile, what that phase saw is not ours.
+      guard state.loop === loop else { return }
+      var event = event
+      if event.start < state.attachedAt {  // a sleep that began before the attach
+        event.duration = event.end - state.attachedAt
+        event.start = state.attachedAt
+      }
       if state.ring.count < capacity {
         state.ring.append(event)
       } else {

@@ -25,7 +25,8 @@ extension RunLoopKitTests {
         try loop.add(source, to: .default)
         try loop.add(manual, to: .default)
         try loop.add(
-          LoopTimer(label: "tick", after: .milliseconds(30)) { _ in writeByte(pipe.write) },
+          // Far enough away that the first pass (which only polls) cannot see it due.
+          LoopTimer(label: "tick", after: .milliseconds(250)) { _ in writeByte(pipe.write) },
           to: .default)
         let tracer = LoopTracer()
         try tracer.attach(to: loop)
@@ -93,6 +94,148 @@ extension RunLoopKitTests {
       let outerBlock = try #require(events.first { $0.depth == 1 && $0.kind == .blocks(count: 1) })
       let innerExit = try #require(events.first { $0.depth == 2 && $0.kind == .activity(.exit) })
       #expect(outerBlock.start <= innerExit.start && innerExit.start <= outerBlock.end)
+      // Recorded when it returned, but shown where it began: before the nested run's lines.
+      let lines = LoopTracer.timeline(of: events).split(separator: "\n")
+      let blockLine = try #require(
+        lines.firstIndex { $0.contains(" default ") && $0.contains("ran 1 block") })
+      let nestedEntry = try #require(
+        lines.firstIndex { $0.contains("inner") && $0.contains("entry") })
+      #expect(blockLine < nestedEntry)
+    }
+
+    @Test("Attaching while the loop sleeps records that sleep from the attach, never before")
+    func attachWhileAsleep() throws {
+      let thread = LoopThread { loop in loop.run(for: .seconds(30)) }
+      let loop = thread.loop
+      try loop.add(ManualSource {}, to: .default)
+      thread.start()
+      #expect(waitUntil { loop.isWaiting })
+      usleep(20_000)
+      let tracer = LoopTracer()
+      try tracer.attach(to: loop)
+      try loop.perform { Loop.current.stop() }
+      thread.join()
+      tracer.detach()
+      let events = tracer.events
+      #expect(events.allSatisfy { $0.start >= .zero })
+      let sleep = try #require(events.first)
+      #expect(sleep.kind == .slept(wokenBy: [.wakeUp]))
+      #expect(sleep.duration < .milliseconds(20))  // the 20 ms before the attach are not in it
+    }
+
+    @Test("A callout that outlives a detach is not recorded, not even into the next loop's trace")
+    func detachDuringCallout() throws {
+      let idle = LoopThread { loop in loop.run(for: .seconds(30)) }
+      try idle.loop.add(ManualSource {}, to: .default)
+      idle.start()
+      #expect(waitUntil { idle.loop.isWaiting })
+      let tracer = LoopTracer()
+      let kinds = try onLoopThread { loop -> [Kind] in
+        try tracer.attach(to: loop)
+        let source = ManualSource(label: "moves the tracer") {
+          tracer.detach()
+          try? tracer.attach(to: idle.loop)
+          tracer.clear()
+        }
+        try loop.add(source, to: .default)
+        source.signal()
+        loop.run(for: .zero)
+        source.invalidate()
+        return tracer.events.map(\.kind)
+      }
+      // The idle loop is still asleep: nothing at all, and nothing from the first loop.
+      #expect(kinds.isEmpty)
+      tracer.detach()
+      try idle.loop.perform { Loop.current.stop() }
+      idle.join()
+    }
+
+    @Test("Attach and detach racing from two threads never leave a tracer stuck on a loop")
+    func attachDetachRace() throws {
+      let thread = LoopThread { loop in loop.run(for: .seconds(60)) }
+      let loop = thread.loop
+      try loop.add(ManualSource {}, to: .default)
+      thread.start()
+      let tracer = LoopTracer()
+      let done = Box(false)
+      let detacher = TestThread {
+        while !done.value { tracer.detach() }
+      }
+      for _ in 0..<20_000 { try? tracer.attach(to: loop) }
+      done.value = true
+      detacher.join()
+      tracer.detach()
+      // Fully detached: another tracer may follow the loop, and this one another loop.
+      let other = LoopTracer()
+      try other.attach(to: loop)
+      other.detach()
+      try onLoopThread { elsewhere in try tracer.attach(to: elsewhere) }
+      try loop.perform { Loop.current.stop() }
+      thread.join()
+    }
+
+    @Test("Spinning wait policies record the spin and what it found; no empty block batches")
+    func spinsAndEmptyBatches() throws {
+      let events = try onLoopThread { loop -> [LoopTracer.Event] in
+        let pipe = makePipe()
+        defer {
+          close(pipe.read)
+          close(pipe.write)
+        }
+        let source = DescriptorSource(fileDescriptor: pipe.read, label: "pipe") { _, _ in
+          drain(pipe.read)
+          Loop.current.stop()
+        }
+        try loop.add(source, to: .default)
+        defer { source.invalidate() }
+        // A block for a mode that never runs stays queued: no "ran 0 blocks" for it.
+        try loop.perform(in: "elsewhere") {}
+        let tracer = LoopTracer()
+        try tracer.attach(to: loop)
+        loop.waitPolicy = .spinThenSleep(.seconds(10))
+        let writer = TestThread {
+          usleep(20_000)
+          writeByte(pipe.write)
+        }
+        #expect(loop.run(for: .seconds(30)) == .stopped)
+        writer.join()
+        // A short window with a deadline: the spin runs out, then the loop sleeps.
+        loop.waitPolicy = .spinThenSleep(.microseconds(100))
+        #expect(loop.run(for: .milliseconds(200)) == .timedOut)
+        // Busy-waiting into the deadline: no sleep at all.
+        loop.waitPolicy = .busyWait
+        #expect(loop.run(for: .milliseconds(100)) == .timedOut)
+        tracer.detach()
+        return tracer.events
+      }
+      let waits = events.filter { $0.lane == .waiting && !isActivity($0.kind) }.map(\.kind)
+      #expect(
+        waits == [
+          .spun(wokenBy: [pipeCause(events)]),
+          .spun(wokenBy: []), .slept(wokenBy: [.deadline]),
+          .spun(wokenBy: []),
+        ])
+      #expect(!events.contains { $0.kind == .blocks(count: 0) })
+      let spin = try #require(events.first { if case .spun = $0.kind { true } else { false } })
+      #expect(spin.duration > .zero)
+    }
+
+    @Test("Control characters in labels cannot break the SVG")
+    func controlCharactersInLabels() throws {
+      let tracer = try onLoopThread { loop -> LoopTracer in
+        let source = ManualSource(label: "bell\u{07} & <tag>") {}
+        try loop.add(source, to: .default)
+        let tracer = LoopTracer()
+        try tracer.attach(to: loop)
+        source.signal()
+        loop.run(for: .zero)
+        source.invalidate()
+        return tracer
+      }
+      #expect(tracer.events.contains { $0.kind == .manualSource("bell\u{07} & <tag>") })
+      let parsed = SVGSummary(tracer.svg())
+      #expect(parsed.error == nil)
+      #expect(parsed.texts.contains("bell? & <tag>"))
     }
 
     @Test("Wakes by port, by wake-up and by deadline are each labelled")
@@ -248,6 +391,19 @@ extension RunLoopKitTests {
         tracer.detach()
         return tracer
       }
+    }
+
+    private func isActivity(_ kind: Kind) -> Bool {
+      if case .activity = kind { return true }
+      return false
+    }
+
+    /// The descriptor cause the spin found, whatever fd number the pipe got.
+    private func pipeCause(_ events: [LoopTracer.Event]) -> LoopTracer.WakeCause {
+      for event in events {
+        if case .descriptor("pipe", let fd, _) = event.kind { return .descriptor("pipe", fd: fd) }
+      }
+      return .descriptor("pipe", fd: -1)
     }
 
     private func withoutLateness(_ kind: Kind) -> Kind {
