@@ -6,7 +6,8 @@ extension Loop {
   /// Where one phase records what it does, stamped with the mode and nesting depth.
   struct TraceSink {
     let tracer: LoopTracer
-    let loop: Loop
+    /// Which attach of the tracer this is; events from an older one are dropped.
+    let token: UInt64
     let mode: Mode
     let depth: Int
 
@@ -24,7 +25,7 @@ extension Loop {
         LoopTracer.Event(
           start: tracer.origin.duration(to: start), duration: start.duration(to: end),
           depth: depth, mode: mode, kind: kind),
-        from: loop)
+        token: token)
     }
   }
 
@@ -35,12 +36,12 @@ extension Loop {
     guard tracing.load(ordering: .relaxed) else { return nil }
     return lock.withLock {
       tracer.map {
-        TraceSink(tracer: $0, loop: self, mode: mode, depth: frames.count + extraDepth)
+        TraceSink(tracer: $0, token: tracerToken, mode: mode, depth: frames.count + extraDepth)
       }
     }
   }
 
-  func installTracer(_ newTracer: LoopTracer) throws(LoopError) {
+  func installTracer(_ newTracer: LoopTracer, token: UInt64) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
       guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
       if let tracer, tracer !== newTracer {
@@ -49,6 +50,7 @@ extension Loop {
           reason: "this loop already has a tracer; detach that one first")
       }
       tracer = newTracer
+      tracerToken = token
       tracing.store(true, ordering: .relaxed)
     }
   }

@@ -66,8 +66,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let wakePending = Atomic<Bool>(false)
   /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
   var wakeFDReadable = false
-  /// The attached `LoopTracer`, if any.
+  /// The attached `LoopTracer`, if any, and the token of that attach.
   var tracer: LoopTracer?
+  var tracerToken: UInt64 = 0
   /// Mirrors `tracer != nil`, so an untraced loop checks it without taking the lock.
   let tracing = Atomic<Bool>(false)
 

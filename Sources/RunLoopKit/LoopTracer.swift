@@ -101,6 +101,10 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     weak var loop: Loop?
     /// When the current attach happened, measured from `origin`.
     var attachedAt: Duration = .zero
+    /// Names the current attach (0: detached). A loop's phases carry the token they were
+    /// given, so comparing it needs no look at the weak `loop` on every event.
+    var token: UInt64 = 0
+    var lastToken: UInt64 = 0
   }
 
   /// - Parameter capacity: how many events to keep (at least 1); the oldest go first.
@@ -125,9 +129,12 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
             reason: "this tracer already follows the loop of thread \(current.threadID); detach it")
         }
         current.removeTracer(self)
+        state.token = 0
       }
-      try loop.installTracer(self)
+      state.lastToken += 1
+      try loop.installTracer(self, token: state.lastToken)
       state.loop = loop
+      state.token = state.lastToken
       state.attachedAt = origin.duration(to: .now)
     }
   }
@@ -138,6 +145,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     lock.withLock {
       state.loop?.removeTracer(self)
       state.loop = nil
+      state.token = 0
     }
   }
 
@@ -158,11 +166,11 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     }
   }
 
-  func record(_ event: Event, from loop: Loop) {
+  func record(_ event: Event, token: UInt64) {
     lock.withLock {
       // A phase takes its sink before a callout and records after it; if the tracer was
       // detached (or moved to another loop) meanwhile, what that phase saw is not ours.
-      guard state.loop === loop else { return }
+      guard state.token == token else { return }
       var event = event
       if event.start < state.attachedAt {  // a sleep that began before the attach
         event.duration = event.end - state.attachedAt
