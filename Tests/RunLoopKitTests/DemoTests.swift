@@ -18,7 +18,7 @@ extension RunLoopKitTests {
       #expect(report.steps[0].events.map(\.kind) == [.returned(.finished)])
       // 2. The port holds the thread; two messages each wake it; stop() ends the run.
       let held = report.steps[1].events
-      #expect(sleeps(in: held) == [[.port("work")], [.port("work")], [.wakeUp]])
+      #expect(held.sleepCauses == [[.port("work")], [.port("work")], [.wakeUp]])
       #expect(held.filter { $0.kind == .port("work") }.count == 2)
       #expect(held.last?.kind == .returned(.stopped))
       // 3. RunLoop.run()-style: every stop is followed by a new entry.
@@ -60,7 +60,7 @@ extension RunLoopKitTests {
       let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
       #expect(told == ["entry"] + pass + pass + ["exit"])
       #expect(
-        events.map { withoutLateness($0.kind) } == [
+        events.map { $0.kind.withoutLateness } == [
           .activity(.entry), .activity(.beforeTimers), .activity(.beforeSources),
           .blocks(count: 1), .activity(.beforeWaiting), .slept(wokenBy: [.timer]),
           .activity(.afterWaiting), .timer("tick", lateness: .zero),
@@ -85,8 +85,8 @@ extension RunLoopKitTests {
         })
       // Nothing ran until the pipe woke the loop; the manual source ran in the pass after.
       #expect(pipeEvent < firstManual)
-      #expect(sleeps(in: Array(events[..<pipeEvent])).count == 1)
-      if case .slept(let causes) = sleeps(in: Array(events[..<pipeEvent])).first.map({
+      #expect((Array(events[..<pipeEvent])).sleepCauses.count == 1)
+      if case .slept(let causes) = (Array(events[..<pipeEvent])).sleepCauses.first.map({
         Kind.slept(wokenBy: $0)
       }) {
         #expect(causes.count == 1)
@@ -96,7 +96,7 @@ extension RunLoopKitTests {
       let secondManual = try #require(
         kinds.indices.last { kinds[$0] == .manualSource("manual") })
       #expect(secondManual > firstManual)
-      #expect(sleeps(in: Array(events[firstManual..<secondManual])) == [[.wakeUp]])
+      #expect((Array(events[firstManual..<secondManual])).sleepCauses == [[.wakeUp]])
       #expect(report.text().contains("the source had run 0 times and the loop was still asleep"))
     }
 
@@ -136,7 +136,7 @@ extension RunLoopKitTests {
       // The trace shows keystrokes arriving through the port and the matcher's slices.
       let events = try #require(outcome.report.steps.first?.events)
       #expect(events.filter { $0.kind == .port("keystrokes") }.count >= 1)
-      #expect(sleeps(in: events).contains { $0.contains(.port("keystrokes")) })
+      #expect(events.sleepCauses.contains { $0.contains(.port("keystrokes")) })
       #expect(
         events.filter { $0.kind == .manualSource("matcher") }.count >= outcome.slicesPerSearch)
     }
@@ -175,7 +175,7 @@ extension RunLoopKitTests {
       #expect(handled.filter { $0.0 == "client" }.count == NetworkDemo.messages.count + 2)
       // The block that opened the sockets woke the loop; after that only sockets did, until
       // perhaps the block that detached the tracer at the end.
-      var causes = sleeps(in: events)
+      var causes = events.sleepCauses
       #expect(causes.first == [.wakeUp])
       if causes.last == [.wakeUp] { causes.removeLast() }
       #expect(
@@ -205,23 +205,11 @@ extension RunLoopKitTests {
       }
     }
 
-    private func sleeps(in events: [LoopTracer.Event]) -> [[LoopTracer.WakeCause]] {
-      events.compactMap { event in
-        if case .slept(let causes) = event.kind { return causes }
-        return nil
-      }
-    }
-
     private func fires(of name: String, in events: [LoopTracer.Event], mode: Loop.Mode) -> Int {
       events.filter {
         if case .timer(name, _) = $0.kind { return $0.mode == mode }
         return false
       }.count
-    }
-
-    private func withoutLateness(_ kind: Kind) -> Kind {
-      if case .timer(let name, _) = kind { return .timer(name, lateness: .zero) }
-      return kind
     }
   }
 }

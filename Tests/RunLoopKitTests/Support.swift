@@ -184,3 +184,37 @@ func eventsAndPasses(
   }
   return (recorder.all, passes)
 }
+
+extension LoopTracer.Kind {
+  /// The kind with a timer's lateness zeroed, so traces compare without timing.
+  var withoutLateness: LoopTracer.Kind {
+    if case .timer(let name, _) = self { return .timer(name, lateness: .zero) }
+    return self
+  }
+}
+
+extension [LoopTracer.Event] {
+  /// What ended each recorded sleep, in order.
+  var sleepCauses: [[LoopTracer.WakeCause]] {
+    compactMap { event in
+      if case .slept(let causes) = event.kind { return causes }
+      return nil
+    }
+  }
+}
+
+/// A pipe whose read end is watched by a descriptor source labelled "pipe" on `loop`; the
+/// source drains it and stops the loop. The pipe is closed after `body`.
+func withStoppingPipe<T>(
+  on loop: Loop, _ body: ((read: Int32, write: Int32), DescriptorSource) throws -> T
+) throws -> T {
+  try withPipe { pipe in
+    let source = DescriptorSource(fileDescriptor: pipe.read, label: "pipe") { _, _ in
+      drain(pipe.read)
+      Loop.current.stop()
+    }
+    try loop.add(source, to: .default)
+    defer { source.invalidate() }
+    return try body(pipe, source)
+  }
+}

@@ -49,7 +49,7 @@ extension RunLoopKitTests {
         .descriptor("pipe", fd: fd, events: .readable),
         .activity(.exit), .returned(.stopped),
       ]
-      #expect(events.map { withoutLateness($0.kind) } == expected)
+      #expect(events.map { $0.kind.withoutLateness } == expected)
       #expect(events.allSatisfy { $0.depth == 1 && $0.mode == .default })
       #expect(zip(events, events.dropFirst()).allSatisfy { $0.start <= $1.start })
       for event in events {
@@ -73,7 +73,7 @@ extension RunLoopKitTests {
         tracer.detach()
         return tracer.events
       }
-      let shape = events.map { "\($0.depth) \($0.mode) \(withoutLateness($0.kind))" }
+      let shape = events.map { "\($0.depth) \($0.mode) \($0.kind.withoutLateness)" }
       #expect(
         shape == [
           "1 default activity(entry)",
@@ -404,11 +404,6 @@ extension RunLoopKitTests {
         if case .descriptor("pipe", let fd, _) = event.kind { return .descriptor("pipe", fd: fd) }
       }
       return .descriptor("pipe", fd: -1)
-    }
-
-    private func withoutLateness(_ kind: Kind) -> Kind {
-      if case .timer(let name, _) = kind { return .timer(name, lateness: .zero) }
-      return kind
     }
   }
 }
