@@ -12,31 +12,22 @@ extension RunLoopKitTests {
     @Test("A traced run records every phase in order: blocks, sources, sleeps with their cause")
     func tracedRunInOrder() throws {
       let (events, fd) = try onLoopThread { loop -> ([LoopTracer.Event], Int32) in
-        let pipe = makePipe()
-        defer {
-          close(pipe.read)
-          close(pipe.write)
+        try withStoppingPipe(on: loop) { pipe, _ in
+          let manual = ManualSource(label: "manual") {}
+          try loop.add(manual, to: .default)
+          defer { manual.invalidate() }
+          try loop.add(
+            // Far enough away that the first pass (which only polls) cannot see it due.
+            LoopTimer(label: "tick", after: .milliseconds(250)) { _ in writeByte(pipe.write) },
+            to: .default)
+          let tracer = LoopTracer()
+          try tracer.attach(to: loop)
+          try loop.perform {}
+          manual.signal()
+          #expect(loop.run(for: .seconds(10)) == .stopped)
+          tracer.detach()
+          return (tracer.events, pipe.read)
         }
-        let source = DescriptorSource(fileDescriptor: pipe.read, label: "pipe") { _, _ in
-          drain(pipe.read)
-          Loop.current.stop()
-        }
-        let manual = ManualSource(label: "manual") {}
-        try loop.add(source, to: .default)
-        try loop.add(manual, to: .default)
-        try loop.add(
-          // Far enough away that the first pass (which only polls) cannot see it due.
-          LoopTimer(label: "tick", after: .milliseconds(250)) { _ in writeByte(pipe.write) },
-          to: .default)
-        let tracer = LoopTracer()
-        try tracer.attach(to: loop)
-        try loop.perform {}
-        manual.signal()
-        #expect(loop.run(for: .seconds(10)) == .stopped)
-        tracer.detach()
-        source.invalidate()
-        manual.invalidate()
-        return (tracer.events, pipe.read)
       }
       let expected: [Kind] = [
         .activity(.entry),
@@ -177,36 +168,27 @@ extension RunLoopKitTests {
     @Test("Spinning wait policies record the spin and what it found; no empty block batches")
     func spinsAndEmptyBatches() throws {
       let events = try onLoopThread { loop -> [LoopTracer.Event] in
-        let pipe = makePipe()
-        defer {
-          close(pipe.read)
-          close(pipe.write)
+        try withStoppingPipe(on: loop) { pipe, _ in
+          // A block for a mode that never runs stays queued: no "ran 0 blocks" for it.
+          try loop.perform(in: "elsewhere") {}
+          let tracer = LoopTracer()
+          try tracer.attach(to: loop)
+          loop.waitPolicy = .spinThenSleep(.seconds(10))
+          let writer = TestThread {
+            usleep(20_000)
+            writeByte(pipe.write)
+          }
+          #expect(loop.run(for: .seconds(30)) == .stopped)
+          writer.join()
+          // A short window with a deadline: the spin runs out, then the loop sleeps.
+          loop.waitPolicy = .spinThenSleep(.microseconds(100))
+          #expect(loop.run(for: .milliseconds(200)) == .timedOut)
+          // Busy-waiting into the deadline: no sleep at all.
+          loop.waitPolicy = .busyWait
+          #expect(loop.run(for: .milliseconds(100)) == .timedOut)
+          tracer.detach()
+          return tracer.events
         }
-        let source = DescriptorSource(fileDescriptor: pipe.read, label: "pipe") { _, _ in
-          drain(pipe.read)
-          Loop.current.stop()
-        }
-        try loop.add(source, to: .default)
-        defer { source.invalidate() }
-        // A block for a mode that never runs stays queued: no "ran 0 blocks" for it.
-        try loop.perform(in: "elsewhere") {}
-        let tracer = LoopTracer()
-        try tracer.attach(to: loop)
-        loop.waitPolicy = .spinThenSleep(.seconds(10))
-        let writer = TestThread {
-          usleep(20_000)
-          writeByte(pipe.write)
-        }
-        #expect(loop.run(for: .seconds(30)) == .stopped)
-        writer.join()
-        // A short window with a deadline: the spin runs out, then the loop sleeps.
-        loop.waitPolicy = .spinThenSleep(.microseconds(100))
-        #expect(loop.run(for: .milliseconds(200)) == .timedOut)
-        // Busy-waiting into the deadline: no sleep at all.
-        loop.waitPolicy = .busyWait
-        #expect(loop.run(for: .milliseconds(100)) == .timedOut)
-        tracer.detach()
-        return tracer.events
       }
       let waits = events.filter { $0.lane == .waiting && !isActivity($0.kind) }.map(\.kind)
       #expect(
@@ -258,11 +240,7 @@ extension RunLoopKitTests {
       try loop.perform { Loop.current.stop() }
       thread.join()
       tracer.detach()
-      let sleeps = tracer.events.compactMap { event -> [LoopTracer.WakeCause]? in
-        if case .slept(let causes) = event.kind { return causes }
-        return nil
-      }
-      #expect(sleeps == [[.port("inbox")], [.wakeUp], [.wakeUp]])
+      #expect(tracer.events.sleepCauses == [[.port("inbox")], [.wakeUp], [.wakeUp]])
       #expect(tracer.events.filter { $0.kind == .port("inbox") }.count == 1)
       port.invalidate()
 
