@@ -34,11 +34,14 @@ public enum NetworkDemo {
     }
     // On the loop's own thread, after the last callout was recorded: stop tracing, and close
     // whatever a failure left open.
-    try thread.performAndWait {
-      tracer.detach()
-      session.closeAll()
+    let cleanup = Result {
+      try thread.performAndWait {
+        tracer.detach()
+        session.closeAll()
+      }
     }
-    try exchange.get()
+    try exchange.get()  // the first failure is the one worth reporting
+    try cleanup.get()
     let state = session.snapshot
     if let failure = state.failure { throw DemoError(failure) }
 

@@ -68,8 +68,8 @@ public enum SourcesDemo {
         + "woken through the loop's eventfd, the loop performed it straight away.")
     try waitFor("the second perform") { performed.load(ordering: .relaxed) == 2 && loop.isWaiting }
     loop.stop()
-    joined = true
     try thread.join()
+    joined = true
 
     report.steps.append(
       DemoStep(

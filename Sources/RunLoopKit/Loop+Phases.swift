@@ -117,21 +117,24 @@ extension Loop {
       }
       return (mode.epoll, self.policy)
     }
-    var spinStart: LoopClock.Instant?
+    var spinStart: LoopClock.Instant?  // read only for a tracer: spun work goes out at once
+    var didSpin = false
     if !forcePoll && !wakePending.load(ordering: .acquiring) {
+      let traced = tracing.load(ordering: .relaxed)
       switch policy {
       case .sleep: break
       case .spinThenSleep(let window):
-        spinStart = .now
+        (didSpin, spinStart) = (true, traced ? .now : nil)
         spun = spin(on: epoll, window: window, until: deadline)
       case .busyWait:
-        spinStart = .now
+        (didSpin, spinStart) = (true, traced ? .now : nil)
         spun = spin(on: epoll, window: nil, until: deadline)
       }
     }
     let spinEnd = spinStart.map { _ in LoopClock.Instant.now }
-    // A spin that ran into the deadline leaves nothing to sleep for.
-    if spun == nil, let spinEnd, let deadline, deadline <= spinEnd { forcePoll = true }
+    // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
+    // when the window ran out, on the way to a sleep.)
+    if didSpin, spun == nil, let deadline, deadline <= .now { forcePoll = true }
     lock.withLock {
       // Someone asked for a wake while we were busy: answer it by not sleeping.
       if wakeRequested {

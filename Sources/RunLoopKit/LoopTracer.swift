@@ -132,10 +132,12 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
         state.token = 0
       }
       state.lastToken += 1
+      // Read before the install: from then on the loop may stamp events with this token.
+      let attachedAt = origin.duration(to: .now)
       try loop.installTracer(self, token: state.lastToken)
       state.loop = loop
       state.token = state.lastToken
-      state.attachedAt = origin.duration(to: .now)
+      state.attachedAt = attachedAt
     }
   }
 
@@ -171,6 +173,8 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       // A phase takes its sink before a callout and records after it; if the tracer was
       // detached (or moved to another loop) meanwhile, what that phase saw is not ours.
       guard state.token == token else { return }
+      // Something that ended before the attach (a spin just before an attach-while-asleep).
+      guard event.end >= state.attachedAt else { return }
       var event = event
       if event.start < state.attachedAt {  // a sleep that began before the attach
         event.duration = event.end - state.attachedAt

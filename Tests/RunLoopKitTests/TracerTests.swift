@@ -96,22 +96,27 @@ extension RunLoopKitTests {
 
     @Test("Attaching while the loop sleeps records that sleep from the attach, never before")
     func attachWhileAsleep() throws {
-      let thread = LoopThread { loop in loop.run(for: .seconds(30)) }
-      let loop = thread.loop
-      try loop.add(ManualSource {}, to: .default)
-      thread.start()
-      #expect(waitUntil { loop.isWaiting })
-      usleep(20_000)
-      let tracer = LoopTracer()
-      try tracer.attach(to: loop)
-      try loop.perform { Loop.current.stop() }
-      thread.join()
-      tracer.detach()
-      let events = tracer.events
-      #expect(events.allSatisfy { $0.start >= .zero })
-      let sleep = try #require(events.first)
-      #expect(sleep.kind == .slept(wokenBy: [.wakeUp]))
-      #expect(sleep.duration < .milliseconds(20))  // the 20 ms before the attach are not in it
+      // Plain sleeping, and spinning first: the spin ended before the attach, so it is not
+      // recorded at all, and nothing gets a negative duration.
+      for policy in [Loop.WaitPolicy.sleep, .spinThenSleep(.milliseconds(5))] {
+        let thread = LoopThread { loop in loop.run(for: .seconds(30)) }
+        let loop = thread.loop
+        loop.waitPolicy = policy
+        try loop.add(ManualSource {}, to: .default)
+        thread.start()
+        #expect(waitUntil { loop.isWaiting })
+        usleep(20_000)
+        let tracer = LoopTracer()
+        let beforeAttach = tracer.origin.duration(to: .now)
+        try tracer.attach(to: loop)
+        try loop.perform { Loop.current.stop() }
+        thread.join()
+        tracer.detach()
+        let events = tracer.events
+        #expect(events.allSatisfy { $0.start >= beforeAttach && $0.duration >= .zero })
+        #expect(events.first?.kind == .slept(wokenBy: [.wakeUp]), "\(policy)")
+        #expect(!events.contains { if case .spun = $0.kind { true } else { false } })
+      }
     }
 
     @Test("A callout that outlives a detach is not recorded, not even into the next loop's trace")
@@ -121,11 +126,12 @@ extension RunLoopKitTests {
       idle.start()
       #expect(waitUntil { idle.loop.isWaiting })
       let tracer = LoopTracer()
+      let attachedElsewhere = Box(false)
       let kinds = try onLoopThread { loop -> [Kind] in
         try tracer.attach(to: loop)
         let source = ManualSource(label: "moves the tracer") {
           tracer.detach()
-          try? tracer.attach(to: idle.loop)
+          attachedElsewhere.value = (try? tracer.attach(to: idle.loop)) != nil
           tracer.clear()
         }
         try loop.add(source, to: .default)
@@ -135,6 +141,7 @@ extension RunLoopKitTests {
         return tracer.events.map(\.kind)
       }
       // The idle loop is still asleep: nothing at all, and nothing from the first loop.
+      #expect(attachedElsewhere.value)
       #expect(kinds.isEmpty)
       tracer.detach()
       try idle.loop.perform { Loop.current.stop() }
@@ -174,8 +181,10 @@ extension RunLoopKitTests {
           let tracer = LoopTracer()
           try tracer.attach(to: loop)
           loop.waitPolicy = .spinThenSleep(.seconds(10))
+          // Written once the loop has begun its spin, so the spin is what finds it.
           let writer = TestThread {
-            usleep(20_000)
+            _ = waitUntil { tracer.events.contains { $0.kind == .activity(.beforeWaiting) } }
+            usleep(2_000)
             writeByte(pipe.write)
           }
           #expect(loop.run(for: .seconds(30)) == .stopped)
