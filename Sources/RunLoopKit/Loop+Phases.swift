@@ -190,16 +190,7 @@ extension Loop {
           } else {
             causes.descriptor = 1
           }
-          if sink != nil {
-            if let source {
-              wokenBy.append(
-                source.isPort
-                  ? .port(source.traceName)
-                  : .descriptor(source.traceName, fd: source.fileDescriptor))
-            } else {
-              wokenBy.append(.unregisteredDescriptor)
-            }
-          }
+          if sink != nil { wokenBy.append(source?.wakeCause ?? .unregisteredDescriptor) }
         }
       }
       if let sleptAt, let wokeAt {
@@ -354,13 +345,7 @@ extension Loop {
       let events = DescriptorSource.events(fromEpoll: delivery.raw)
       let began = sink?.now
       source.handler(source, events)
-      if let sink {
-        sink.record(
-          source.isPort
-            ? .port(source.traceName)
-            : .descriptor(source.traceName, fd: source.fileDescriptor, events: events),
-          since: began)
-      }
+      sink?.record(source.traceKind(events), since: began)
       handled = true
       if onlyOne { break }
     }

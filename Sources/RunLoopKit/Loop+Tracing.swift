@@ -82,4 +82,14 @@ extension DescriptorSource {
   var isPort: Bool { onTeardown != nil }
 
   var traceName: String { label ?? (isPort ? "port" : "fd \(fileDescriptor)") }
+
+  /// What the trace says when this source's descriptor ended a wait.
+  var wakeCause: LoopTracer.WakeCause {
+    isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor)
+  }
+
+  /// What the trace says when this source's handler ran with `events`.
+  func traceKind(_ events: Events) -> LoopTracer.Kind {
+    isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor, events: events)
+  }
 }
