@@ -101,19 +101,28 @@ enum ThroughputStudy {
 /// A plain pthread that calls `post` `count` times.
 final class PosterThread: Sendable {
   private let handle: Atomic<UInt>
+  /// What `pthread_create` returned: 0, or the error that kept the thread from starting.
+  let creationError: Int32
+
   init(count: Int, post: @escaping @Sendable () -> Void) {
     let box = Unmanaged.passRetained(PosterWork(count: count, post: post)).toOpaque()
     var thread = pthread_t()
-    pthread_create(
+    creationError = pthread_create(
       &thread, nil,
       { raw in
         let work = Unmanaged<PosterWork>.fromOpaque(raw!).takeRetainedValue()
         for _ in 0..<work.count { work.post() }
         return nil
       }, box)
+    if creationError != 0 { Unmanaged<PosterWork>.fromOpaque(box).release() }
     handle = Atomic(UInt(thread))
   }
-  func join() { pthread_join(pthread_t(handle.load(ordering: .relaxed)), nil) }
+
+  /// Waits for the thread to finish (returns at once if it never started).
+  func join() {
+    guard creationError == 0 else { return }
+    pthread_join(pthread_t(handle.load(ordering: .relaxed)), nil)
+  }
 }
 
 private final class PosterWork: Sendable {

@@ -36,47 +36,39 @@ enum TracerCostStudy {
   private static func timePasses(_ passes: Int, tracer: LoopTracer?) throws -> Double {
     let result = Atomic<Int>(0)
     let failure = Mutex<(any Error)?>(nil)
-    var thread = pthread_t()
-    let work = Unmanaged.passRetained(
-      PassWork {
-        do {
-          let loop = Loop.current
-          let remaining = Atomic<Int>(passes)
-          // The source signals itself from its own callout, so every pass performs it once.
-          let slot = Mutex<ManualSource?>(nil)
-          let source = ManualSource(label: "pass") {
-            if remaining.subtract(1, ordering: .relaxed).newValue > 0 {
-              slot.withLock { $0 }?.signal()
-            } else {
-              Loop.current.stop()
-            }
+    // A plain pthread, so the measured loop is a fresh one with nothing else on it.
+    let thread = PosterThread(count: 1) {
+      do {
+        let loop = Loop.current
+        let remaining = Atomic<Int>(passes)
+        // The source signals itself from its own callout, so every pass performs it once.
+        let slot = Mutex<ManualSource?>(nil)
+        let source = ManualSource(label: "pass") {
+          if remaining.subtract(1, ordering: .relaxed).newValue > 0 {
+            slot.withLock { $0 }?.signal()
+          } else {
+            Loop.current.stop()
           }
-          slot.withLock { $0 = source }
-          try loop.add(source, to: .default)
-          try tracer?.attach(to: loop)
-          source.signal()
-          let start = LoopClock.Instant.now
-          loop.run(in: .default, for: .seconds(60))
-          result.store(start.duration(to: .now).nanoseconds, ordering: .relaxed)
-          tracer?.detach()
-          slot.withLock { $0 = nil }
-          source.invalidate()
-        } catch {
-          failure.withLock { $0 = error }
         }
+        slot.withLock { $0 = source }
+        try loop.add(source, to: .default)
+        try tracer?.attach(to: loop)
+        source.signal()
+        let start = LoopClock.Instant.now
+        loop.run(in: .default, for: .seconds(60))
+        result.store(start.duration(to: .now).nanoseconds, ordering: .relaxed)
+        tracer?.detach()
+        slot.withLock { $0 = nil }
+        source.invalidate()
+      } catch {
+        failure.withLock { $0 = error }
       }
-    ).toOpaque()
-    let created = pthread_create(
-      &thread, nil,
-      { raw in
-        Unmanaged<PassWork>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-      }, work)
-    guard created == 0 else {
-      Unmanaged<PassWork>.fromOpaque(work).release()
-      throw TracerCostError(description: "pthread_create failed with error \(created)")
     }
-    pthread_join(thread, nil)
+    guard thread.creationError == 0 else {
+      throw TracerCostError(
+        description: "pthread_create failed with error \(thread.creationError)")
+    }
+    thread.join()
     if let error = failure.withLock({ $0 }) {
       throw TracerCostError(description: "the traced loop failed: \(error)")
     }
@@ -86,11 +78,6 @@ enum TracerCostStudy {
 
 struct TracerCostError: Error, CustomStringConvertible {
   let description: String
-}
-
-private final class PassWork: Sendable {
-  let body: @Sendable () -> Void
-  init(_ body: @escaping @Sendable () -> Void) { self.body = body }
 }
 
 extension Duration {
