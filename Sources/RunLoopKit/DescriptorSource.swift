@@ -25,10 +25,16 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     public static let writable = Events(rawValue: 1 << 1)
     public static let error = Events(rawValue: 1 << 2)
     public static let hangUp = Events(rawValue: 1 << 3)
+    /// The descriptor no longer refers to the file the source was added with: it was closed
+    /// (while a `dup` or a child process kept the file open, so the kernel still reported
+    /// it) or closed and its number reused for another file. Reported once, together with
+    /// `error`; the source then stops polling. Invalidate it: nothing it reads is its own.
+    public static let invalidDescriptor = Events(rawValue: 1 << 4)
 
     public var description: String {
       let names: [(Events, String)] = [
         (.readable, "readable"), (.writable, "writable"), (.error, "error"), (.hangUp, "hangUp"),
+        (.invalidDescriptor, "invalidDescriptor"),
       ]
       return "[" + names.filter { contains($0.0) }.map(\.1).joined(separator: ", ") + "]"
     }
@@ -38,7 +44,9 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
   public let order: Int
-  let handler: @Sendable (DescriptorSource, Events) -> Void
+  typealias Handler = @Sendable (DescriptorSource, Events) -> Void
+  /// Guarded by `binding.lock`; nil once the source is invalid, so what it captured is freed.
+  private var storedHandler: Handler?
   let onTeardown: (@Sendable (String) -> Void)?
   let binding = ItemBinding(kind: "DescriptorSource")
   /// Guarded by `binding.lock`.
@@ -80,7 +88,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     self.storedInterest = interest.intersection([.readable, .writable])
     self.order = order
     self.onTeardown = onTeardown
-    self.handler = handler
+    self.storedHandler = handler
   }
 
   public var interest: Events { binding.lock.withLock { storedInterest } }
@@ -99,10 +107,22 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
 
   public var isValid: Bool { binding.isValid }
 
-  /// Unregisters the source from every mode; its handler is never called again.
+  /// Unregisters the source from every mode; its handler is never called again. The handler,
+  /// and whatever it captured, is released once every lock is let go. A handler call already
+  /// under way on the loop's thread finishes.
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
     if wasValid, let loop { loop.detachEverywhere(self) }
+    let released = binding.lock.withLock { () -> Handler? in
+      defer { storedHandler = nil }
+      return storedHandler
+    }
+    withExtendedLifetime(released) {}
+  }
+
+  /// The handler while the source is valid, nil after it was invalidated.
+  var handler: Handler? {
+    binding.lock.withLock { binding.isValidUnlocked ? storedHandler : nil }
   }
 
   /// The interest as an epoll mask; the caller must hold `binding.lock`.
@@ -130,4 +150,7 @@ struct DescriptorRegistration {
   /// True after a hang-up or error was reported: the fd is out of the epoll set until the
   /// interest is set again.
   var parked = false
+  /// True when the fd was found to name another file than the one registered (closed, or
+  /// closed and reused): reported once as `invalidDescriptor`, then parked.
+  var stale = false
 }

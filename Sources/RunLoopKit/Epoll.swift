@@ -48,6 +48,15 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
       "epoll_ctl(DEL) on fd \(target) failed with errno \(crl_errno())")
   }
 
+  /// Whether `target` still names the file that was registered with `token`. epoll keys a
+  /// registration by file *and* fd number, so applying the same mask and token again succeeds
+  /// only while the number refers to the file that was added: EBADF (closed) or ENOENT (the
+  /// number now names another file) mean it does not. With an unchanged level-triggered mask
+  /// the call changes nothing.
+  func isRegistered(_ target: Int32, events: UInt32, token: UInt64) -> Bool {
+    (try? modify(target, events: events, token: token)) != nil
+  }
+
   private func control(
     _ op: Int32, _ name: String, _ target: Int32, _ events: UInt32, _ token: UInt64
   ) throws(LoopError) {

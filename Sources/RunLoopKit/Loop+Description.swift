@@ -14,7 +14,7 @@ extension Loop: CustomDebugStringConvertible {
         guard let mode = modes[name] else { continue }
         lines.append("  mode \"\(name)\" (epoll fd \(mode.epoll.fd), timerfd \(mode.timerFD.fd))")
         let groups: [(String, [any LoopItem])] = [
-          ("manual sources", mode.manualSources),
+          ("manual sources", mode.manualSources.inOrder),
           ("descriptor sources", mode.descriptors.sorted { $0.key < $1.key }.map(\.value)),
           ("timers", mode.timers.entries.sorted { $0.precedes($1) }.map(\.timer)),
           ("observers", mode.observers),

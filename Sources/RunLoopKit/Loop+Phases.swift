@@ -20,14 +20,15 @@ extension Loop {
     let observers = lock.withLock { mode.observers.filter { $0.activities.contains(activity) } }
     for observer in observers {
       // CF's rule: an observer is never told again while its own callback is still running.
-      let callNow = lock.withLock { () -> Bool in
-        guard observer.isValid, !observer.isFiring, observer.modes.contains(where: { $0 === mode })
-        else { return false }
+      let handler = lock.withLock { () -> LoopObserver.Handler? in
+        guard !observer.isFiring, observer.modes.contains(where: { $0 === mode }),
+          let handler = observer.handler
+        else { return nil }
         observer.isFiring = true
-        return true
+        return handler
       }
-      guard callNow else { continue }
-      observer.handler(observer, activity)
+      guard let handler else { continue }
+      handler(observer, activity)
       lock.withLock { observer.isFiring = false }
       if !observer.repeats { observer.invalidate() }
     }
@@ -67,7 +68,7 @@ extension Loop {
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
     let candidates = lock.withLock { () -> [ManualSource] in
       var signalled: [(source: ManualSource, sequence: UInt64)] = []
-      for source in mode.manualSources {
+      for source in mode.manualSources.unordered {
         let key = source.signalKey
         if key.signalled { signalled.append((source, key.sequence)) }
       }
@@ -77,15 +78,17 @@ extension Loop {
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
     for source in candidates {
-      let performNow = lock.withLock { () -> Bool in
-        guard mode.manualSources.contains(where: { $0 === source }) && source.consumeSignal()
-        else { return false }
+      let perform = lock.withLock { () -> (@Sendable () -> Void)? in
+        // An earlier callout may have removed or invalidated it, or a nested run performed it.
+        guard mode.manualSources.contains(source), let perform = source.consumeSignal() else {
+          return nil
+        }
         counters.sourcesHandled += 1
-        return true
+        return perform
       }
-      guard performNow else { continue }
+      guard let perform else { continue }
       let began = sink?.now
-      source.performCallback()
+      perform()
       sink?.record(.manualSource(source.traceName), since: began)
       handled = true
       if onlyOne { break }
@@ -242,11 +245,10 @@ extension Loop {
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     for timer in candidates {
-      guard let firedAt = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) }) else {
-        continue
-      }
+      guard let (firedAt, handler) = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) })
+      else { continue }
       let began = sink?.now
-      timer.handler(timer)
+      handler(timer)
       if let sink, let began {
         sink.record(
           .timer(timer.traceName, lateness: firedAt.duration(to: began)), since: began)
@@ -259,15 +261,17 @@ extension Loop {
 
   /// Takes a due timer out of every heap for the length of its callout, so a nested run in
   /// any mode neither fires it again nor keeps re-arming a timerfd for a date already past.
-  /// Returns the fire date being served, or nil if the timer should not fire now.
+  /// Returns the fire date being served and the handler to call, or nil if the timer should
+  /// not fire now.
   private func beginFiringLocked(
     _ timer: LoopTimer, in mode: ModeState, now: LoopClock.Instant
-  ) -> LoopClock.Instant? {
-    guard !timer.isFiring, timer.isValid,
-      timer.slots.contains(where: { $0.mode === mode && $0.index != nil })
+  ) -> (LoopClock.Instant, LoopTimer.Handler)? {
+    guard !timer.isFiring, timer.slots.contains(where: { $0.mode === mode && $0.index != nil })
     else { return nil }
-    let fireDate = timer.fireDate
-    guard fireDate <= now else { return nil }
+    let (fireDate, handler) = timer.binding.lock.withLock {
+      (timer.scheduleUnlocked.fireDate, timer.handlerUnlocked)
+    }
+    guard let handler, fireDate <= now else { return nil }
     timer.isFiring = true
     firingTimers.append(timer)
     counters.timersFired += 1
@@ -275,7 +279,7 @@ extension Loop {
       slot.heap.detach(timer)
       timersChangedLocked(in: slot.mode)
     }
-    return fireDate
+    return (fireDate, handler)
   }
 
   /// Puts a repeating timer back on its grid (or where its handler moved it) in every mode
@@ -306,7 +310,7 @@ extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
   func handleDescriptors(_ ready: [Epoll.Event], in mode: ModeState, onlyOne: Bool) -> Bool {
     guard !ready.isEmpty else { return false }
-    typealias Delivery = (source: DescriptorSource, token: UInt64, raw: UInt32)
+    typealias Delivery = (source: DescriptorSource, token: UInt64, raw: UInt32, stale: Bool)
     let (deliveries, generation) = lock.withLock { () -> ([Delivery], UInt64) in
       var deliveries: [Delivery] = []
       for event in ready {
@@ -320,7 +324,9 @@ extension Loop {
           rebuildEpollSetLocked(mode)
           continue
         }
-        deliveries.append((source, event.token, event.events))
+        let stale = !isCurrentLocked(source, token: event.token, in: mode)
+        if stale { retireStaleLocked(source, token: event.token, in: mode) }
+        deliveries.append((source, event.token, event.events, stale))
       }
       return (deliveries.sorted { $0.source.order < $1.source.order }, waitGeneration)
     }
@@ -328,28 +334,62 @@ extension Loop {
     var handled = false
     for delivery in deliveries {
       let source = delivery.source
-      let deliver = lock.withLock { () -> Bool in
+      let handler = lock.withLock { () -> DescriptorSource.Handler? in
         // A nested run inside an earlier handler has waited (and maybe served this source)
         // since these events were read; epoll is level-triggered, so whatever is still ready
-        // will be reported again on the next wait.
-        guard waitGeneration == generation else { return false }
+        // will be reported again on the next wait. (A stale fd is reported now or never.)
+        guard delivery.stale || waitGeneration == generation else { return nil }
         // An earlier handler may have removed or invalidated this source.
-        guard source.isValid, mode.descriptors[delivery.token] === source else { return false }
-        if delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
+        guard mode.descriptors[delivery.token] === source, let handler = source.handler else {
+          return nil
+        }
+        if !delivery.stale && delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
           parkLocked(source, token: delivery.token, in: mode)
         }
         counters.sourcesHandled += 1
-        return true
+        return handler
       }
-      guard deliver else { continue }
-      let events = DescriptorSource.events(fromEpoll: delivery.raw)
+      guard let handler else { continue }
+      let events =
+        delivery.stale
+        ? [.error, .invalidDescriptor] : DescriptorSource.events(fromEpoll: delivery.raw)
       let began = sink?.now
-      source.handler(source, events)
+      handler(source, events)
       sink?.record(source.traceKind(events), since: began)
       handled = true
       if onlyOne { break }
     }
     return handled
+  }
+
+  /// Whether a source's registration still watches the file its fd number names now. The
+  /// kernel keeps a registration for as long as its *file* is open, not its fd: closed while a
+  /// `dup` (or a child process) holds the file, the registration goes on reporting a file
+  /// the source can no longer read, level-triggered, on every pass — a 100 % CPU spin. The
+  /// check costs one epoll_ctl per event; ports skip it, since their eventfd is the loop's.
+  func isCurrentLocked(
+    _ source: DescriptorSource, token: UInt64, in mode: ModeState
+  ) -> Bool {
+    if source.isPort { return true }
+    let fd = source.fileDescriptor
+    // A newer source owns the number in this set, so this registration's file is not fd's.
+    guard mode.tokenForDescriptor[fd] == token else { return false }
+    let mask = source.binding.lock.withLock { source.epollMaskUnlocked }
+    return mode.epoll.isRegistered(fd, events: mask, token: token)
+  }
+
+  /// Parks a registration whose fd no longer names its file and sheds it from the epoll set.
+  /// epoll_ctl(DEL) would name whatever file the number points to now (or fail), so the set
+  /// is rebuilt without it instead, as for an event that cannot be attributed.
+  private func retireStaleLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) {
+    guard let index = source.registrations.firstIndex(where: { $0.token == token }) else { return }
+    source.registrations[index].parked = true
+    source.registrations[index].stale = true
+    if mode.tokenForDescriptor[source.fileDescriptor] == token {
+      mode.tokenForDescriptor[source.fileDescriptor] = nil
+    }
+    counters.staleDescriptors += 1
+    rebuildEpollSetLocked(mode)
   }
 
   /// Takes a hung-up or failed descriptor out of the epoll set so it cannot wake the loop
@@ -373,6 +413,17 @@ extension Loop {
       guard mode.tokenForDescriptor[source.fileDescriptor] == token,
         source.registrations.contains(where: { $0.token == token && !$0.parked })
       else { continue }
+      // Re-adding by number would quietly move a source whose fd was closed and reused onto
+      // the new file; one whose number no longer names its file stays out, parked as stale.
+      guard isCurrentLocked(source, token: token, in: mode) else {
+        if let index = source.registrations.firstIndex(where: { $0.token == token }) {
+          source.registrations[index].parked = true
+          source.registrations[index].stale = true
+          mode.tokenForDescriptor[source.fileDescriptor] = nil
+          counters.staleDescriptors += 1
+        }
+        continue
+      }
       live.append(
         (source.fileDescriptor, source.binding.lock.withLock { source.epollMaskUnlocked }, token))
     }

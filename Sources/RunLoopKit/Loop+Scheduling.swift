@@ -73,7 +73,7 @@ extension Loop {
       // Create the mode first: if that fails the set is unchanged and a retry can succeed.
       let mode = try modeLocked(name)
       commonModeNames.append(name)
-      for item in commonItems where !item.isMember(of: mode) {
+      for item in commonItems.inOrder where !item.isMember(of: mode) {
         do throws(LoopError) {
           if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
         } catch {
@@ -107,9 +107,9 @@ extension Loop {
       let newlyBound = try item.binding.bind(to: self)
       do throws(LoopError) {
         if name == .common {
-          guard !commonItems.contains(where: { $0 === item }) else { return }
+          guard !commonItems.contains(item) else { return }
           callouts = try attachAllOrNoneLocked(item, to: commonModeNames)
-          commonItems.append(item)
+          commonItems.insert(item)
         } else {
           callouts = try attachOneLocked(item, to: name)
         }
@@ -158,7 +158,7 @@ extension Loop {
       guard item.binding.owner === self else { return [] }
       var targets: [ModeState]
       if name == .common {
-        commonItems.removeAll { $0 === item }
+        commonItems.remove(item)
         targets = commonModeNames.compactMap { modes[$0] }
       } else {
         targets = modes[name].map { [$0] } ?? []
@@ -171,7 +171,7 @@ extension Loop {
 
   private func containsItem(_ item: some LoopItem, in name: Mode) -> Bool {
     lock.withLock {
-      if name == .common { return commonItems.contains { $0 === item } }
+      if name == .common { return commonItems.contains(item) }
       guard let mode = modes[name] else { return false }
       return item.isMember(of: mode)
     }
@@ -180,7 +180,7 @@ extension Loop {
   /// Removes an invalidated item from every mode and from the common items.
   func detachEverywhere(_ item: some LoopItem) {
     let callouts = lock.withLock { () -> [Callout] in
-      if !commonItems.isEmpty { commonItems.removeAll { $0 === item } }
+      if !commonItems.isEmpty { commonItems.remove(item) }
       return item.detachFromAllLocked(of: self)
     }
     for callout in callouts { callout() }
@@ -212,10 +212,16 @@ extension Loop {
       for index in source.registrations.indices {
         let registration = source.registrations[index]
         let mode = registration.mode
-        guard mode.tokenForDescriptor[source.fileDescriptor] == registration.token else { continue }
+        let fd = source.fileDescriptor
+        if registration.stale && mode.tokenForDescriptor[fd] == nil {
+          // Un-parking a stale source watches whatever file its number names now.
+          mode.tokenForDescriptor[fd] = registration.token
+        }
+        guard mode.tokenForDescriptor[fd] == registration.token else { continue }
         if registration.parked {
           try mode.epoll.add(source.fileDescriptor, events: mask, token: registration.token)
           source.registrations[index].parked = false
+          source.registrations[index].stale = false
         } else {
           try mode.epoll.modify(source.fileDescriptor, events: mask, token: registration.token)
         }
@@ -240,44 +246,64 @@ extension Loop {
   // MARK: - Teardown
 
   /// Called on the owning thread as it exits: cancels manual sources, unregisters descriptors,
-  /// drops timers and observers, and closes every descriptor the loop opened. Blocks still
-  /// queued are discarded; `perform` throws from now on, so no new block is lost silently.
+  /// drops timers and observers, closes every descriptor the loop opened, and invalidates
+  /// every item it held (nothing can run them again), which releases their closures. Blocks
+  /// still queued are discarded; `perform` throws from now on, so no new block is lost silently.
   func tearDown() {
-    let (callouts, retired) = lock.withLock { () -> ([Callout], [Any]) in
+    let (callouts, items, retired) = lock.withLock { () -> ([Callout], [any LoopItem], [Any]) in
       tornDown = true
-      // Everything the loop let go of is released only after the lock is: an item's handler
-      // may hold the last reference to something whose deinit calls back into this loop.
-      let retired: [Any] = [Array(modes.values), commonItems, blocks, firingTimers]
+      // Everything the loop lets go of leaves this locked section in `items` and `retired`
+      // and is released only after the lock is: an item's closure may hold the last
+      // reference to an object whose deinit calls back into this loop, and the lock is not
+      // recursive (GLib's /maincontext/source_finalization_from_source).
+      var items: [any LoopItem] = []
       var callouts: [Callout] = []
+      let thread = "\(threadID)"
       for mode in modes.values {
         let timers =
           mode.timers.entries.map(\.timer)
           + firingTimers.filter { $0.slots.contains { $0.mode === mode } }
-        let descriptors = Array(mode.descriptors.values)
-        let items: [any LoopItem] = mode.manualSources + descriptors + timers + mode.observers
-        for item in items {
+        let descriptors = mode.descriptors.sorted { $0.key < $1.key }.map(\.value)
+        let modeItems: [any LoopItem] =
+          mode.manualSources.inOrder + descriptors + timers + mode.observers
+        items += modeItems  // before detaching: this keeps each of them alive past the lock
+        for item in modeItems {
           if let callout = item.detachLocked(from: mode, of: self) { callouts.append(callout) }
         }
         // Ports learn that nobody will read them any more, so later sends throw.
-        let thread = "\(threadID)"
         callouts += descriptors.compactMap { source in
           source.onTeardown.map { hook in { hook(thread) } }
         }
         mode.close()
       }
+      items += commonItems.removeAll()
+      let retired: [Any] = [Array(modes.values), blocks, firingTimers]
       modes = [:]
-      commonItems = []
       blocks = []
       firingTimers = []
-      return (callouts, retired)
+      return (callouts, items, retired)
     }
     // No new eventfd write can be reserved now (tornDown is set); close() lets those already
     // reserved finish.
     wakeFD.close()
-    withExtendedLifetime(retired) {
-      for callout in callouts { callout() }
-    }
+    for callout in callouts { callout() }
+    // Nothing can run these items again: invalidating them releases what their closures hold.
+    for item in items { item.invalidate() }
+    withExtendedLifetime(retired) {}
   }
+
+  /// What the loop uses `fd` for, if it is one of its own descriptors.
+  func roleOfOwnDescriptorLocked(_ fd: Int32) -> String? {
+    if fd == wakeFD.fd { return "its wake-up eventfd" }
+    for mode in modes.values {
+      if fd == mode.epoll.fd { return "the epoll set of mode \"\(mode.mode)\"" }
+      if fd == mode.timerFD.fd { return "the timerfd of mode \"\(mode.mode)\"" }
+    }
+    return nil
+  }
+
+  /// Steps taken by the loop's common-item set, for tests that check how adding scales.
+  var itemSteps: Int { commonItems.steps }
 
   /// The loop's own descriptors (wake-up eventfd, and each mode's epoll fd and timerfd), for
   /// tests that check teardown closes them.

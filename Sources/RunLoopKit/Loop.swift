@@ -30,7 +30,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var modes: [Mode: ModeState] = [:]
   var commonModeNames: [Mode] = [.default]
   /// Items added to `.common`; every mode later added to the common set receives them.
-  var commonItems: [any LoopItem] = []
+  var commonItems = ItemSet<any LoopItem>()
   var blocks: [QueuedBlock] = []
   /// One frame per active `run` call, innermost last.
   var frames: [RunFrame] = []
@@ -247,8 +247,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     if write { writeWakeFD() }
   }
 
-  /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy, its next
-  /// wait returns at once instead. Safe from any thread.
+  /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy inside a
+  /// run, that run's next wait returns at once instead. A wake-up made while no run is active
+  /// is dropped, as `CFRunLoopWakeUp`'s is: it does not make a later run return early or skip
+  /// its first sleep. Safe from any thread.
   public func wakeUp() {
     if lock.withLock({ requestWakeLocked() }) { writeWakeFD() }
   }

@@ -13,6 +13,8 @@ protocol LoopItem: AnyObject, Sendable {
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout?
   /// A line for the loop's debug description.
   func describeLocked() -> String
+  /// Makes the item invalid for good and releases its closures (the public `invalidate()`).
+  func invalidate()
 }
 
 extension LoopItem {
@@ -27,7 +29,7 @@ extension ManualSource: LoopItem {
   var memberModes: [ModeState] { modes }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
-    mode.manualSources.append(self)
+    mode.manualSources.insert(self)
     modes.append(mode)
     guard let scheduleCallback else { return nil }
     let name = mode.mode
@@ -35,7 +37,7 @@ extension ManualSource: LoopItem {
   }
 
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
-    mode.manualSources.removeAll { $0 === self }
+    mode.manualSources.remove(self)
     modes.removeAll { $0 === mode }
     guard let cancelCallback else { return nil }
     let name = mode.mode
@@ -111,6 +113,13 @@ extension DescriptorSource: LoopItem {
   var memberModes: [ModeState] { registrations.map(\.mode) }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    // The number may be one the loop opened for itself (a user's fd closed and its number
+    // handed to a new mode's epoll set): watching it would wake the loop for its own events.
+    if let role = loop.roleOfOwnDescriptorLocked(fileDescriptor) {
+      throw .invalidArgument(
+        name: "descriptor", value: "fd \(fileDescriptor)",
+        reason: "it belongs to the loop itself (\(role)); watch a descriptor you opened")
+    }
     let token = loop.nextToken
     let mask = binding.lock.withLock { epollMaskUnlocked }
     try mode.epoll.add(fileDescriptor, events: mask, token: token)
@@ -135,7 +144,10 @@ extension DescriptorSource: LoopItem {
   }
 
   func describeLocked() -> String {
-    let parked = registrations.contains { $0.parked } ? ", parked after hang-up/error" : ""
+    let parked =
+      registrations.contains { $0.stale }
+      ? ", parked: the fd no longer refers to the file it was added with"
+      : registrations.contains { $0.parked } ? ", parked after hang-up/error" : ""
     let watch = "fd: \(fileDescriptor), interest: \(interest), order: \(order)"
     return "DescriptorSource(\(labelPrefix(label))\(watch)\(parked))"
   }

@@ -20,6 +20,9 @@ extension Loop {
     public var wakeUpWrites: UInt64 = 0
     /// Times a mode's epoll set was rebuilt to shed a registration it could no longer remove.
     public var epollRebuilds = 0
+    /// Descriptor sources found watching a file their fd no longer names (closed behind the
+    /// loop's back, or closed and reused), each reported once as `invalidDescriptor`.
+    public var staleDescriptors: UInt64 = 0
 
     /// Time inside `run` not spent asleep.
     public var timeBusy: Duration { timeRunning - timeAsleep }

@@ -9,8 +9,11 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   public let activities: Loop.Activity
   public let repeats: Bool
   public let order: Int
-  let handler: @Sendable (LoopObserver, Loop.Activity) -> Void
+  typealias Handler = @Sendable (LoopObserver, Loop.Activity) -> Void
   let binding = ItemBinding(kind: "LoopObserver")
+  /// Guarded by `binding.lock`; nil once the observer is invalid (a one-shot observer that
+  /// was told included), as CFRunLoopObserverInvalidate releases the observer's context.
+  private var storedHandler: Handler?
   /// Guarded by the owner loop's lock.
   var modes: [ModeState] = []
   /// Guarded by the owner loop's lock.
@@ -25,14 +28,25 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
     self.activities = activities
     self.repeats = repeats
     self.order = order
-    self.handler = handler
+    self.storedHandler = handler
   }
 
   public var isValid: Bool { binding.isValid }
 
-  /// Removes the observer from every mode; it is never told anything again.
+  /// Removes the observer from every mode; it is never told anything again. Its handler, and
+  /// whatever the handler captured, is released once every lock is let go.
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
     if wasValid, let loop { loop.detachEverywhere(self) }
+    let released = binding.lock.withLock { () -> Handler? in
+      defer { storedHandler = nil }
+      return storedHandler
+    }
+    withExtendedLifetime(released) {}
+  }
+
+  /// The handler while the observer is valid, nil after it was invalidated.
+  var handler: Handler? {
+    binding.lock.withLock { binding.isValidUnlocked ? storedHandler : nil }
   }
 }

@@ -17,8 +17,12 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
   public let order: Int
-  let handler: @Sendable (LoopTimer) -> Void
+  typealias Handler = @Sendable (LoopTimer) -> Void
   let binding = ItemBinding(kind: "LoopTimer")
+  /// Guarded by `binding.lock`; nil once the timer is invalid (a one-shot timer that fired
+  /// included), so nothing it captured outlives it: CFRunLoopTimerInvalidate releases the
+  /// timer's context the same way.
+  private var storedHandler: Handler?
   /// Breaks ties between equal fire dates: earlier-created timers first.
   let sequence = SignalClock.next()
 
@@ -57,7 +61,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     self.interval = interval
     self.label = label
     self.order = order
-    self.handler = handler
+    self.storedHandler = handler
     self.storedFireDate = fireDate
     self.storedTolerance = tolerance
   }
@@ -134,12 +138,21 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
 
   public var isValid: Bool { binding.isValid }
 
-  /// Stops the timer for good and removes it from every mode. Safe from any thread,
-  /// including its own handler.
+  /// Stops the timer for good and removes it from every mode, then releases its handler and
+  /// whatever the handler captured. Safe from any thread, including its own handler (whose
+  /// call finishes).
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
     if wasValid, let loop { loop.detachEverywhere(self) }
+    let released = binding.lock.withLock { () -> Handler? in
+      defer { storedHandler = nil }
+      return storedHandler
+    }
+    withExtendedLifetime(released) {}
   }
+
+  /// The handler while the timer is valid; the caller must hold `binding.lock`.
+  var handlerUnlocked: Handler? { binding.isValidUnlocked ? storedHandler : nil }
 
   /// Fire date and tolerance read together; the caller must hold `binding.lock`.
   var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Duration) {

@@ -10,11 +10,18 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   public let label: String?
   /// Lower orders are performed first when several sources are signalled.
   public let order: Int
-  let scheduleCallback: (@Sendable (Loop, Loop.Mode) -> Void)?
-  let cancelCallback: (@Sendable (Loop, Loop.Mode) -> Void)?
-  let performCallback: @Sendable () -> Void
+
+  /// The three callbacks, kept together so invalidation drops them in one go.
+  struct Callbacks {
+    let schedule: (@Sendable (Loop, Loop.Mode) -> Void)?
+    let cancel: (@Sendable (Loop, Loop.Mode) -> Void)?
+    let perform: @Sendable () -> Void
+  }
 
   let binding = ItemBinding(kind: "ManualSource")
+  /// Guarded by `binding.lock`; nil once the source is invalid, so nothing it captured
+  /// outlives its usefulness (CF's invalidate releases the source's context the same way).
+  private var callbacks: Callbacks?
   /// Guarded by `binding.lock`.
   private var signalled = false
   /// Guarded by `binding.lock`: when it was signalled, to keep equal orders first-come first-served.
@@ -37,9 +44,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   ) {
     self.label = label
     self.order = order
-    self.scheduleCallback = schedule
-    self.cancelCallback = cancel
-    self.performCallback = perform
+    self.callbacks = Callbacks(schedule: schedule, cancel: cancel, perform: perform)
   }
 
   /// Marks the source ready to be performed on the loop's next pass. Safe from any thread.
@@ -64,10 +69,18 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   public var isValid: Bool { binding.isValid }
 
   /// Removes the source from every mode (calling `cancel` for each) and ignores later signals.
+  /// Then releases the three callbacks and whatever they captured, after every lock is let go
+  /// (a captured object's `deinit` may call back into the loop). A `perform` already under way
+  /// on the loop's thread finishes.
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
-    binding.lock.withLock { signalled = false }
     if wasValid, let loop { loop.detachEverywhere(self) }
+    let released = binding.lock.withLock { () -> Callbacks? in
+      signalled = false
+      defer { callbacks = nil }
+      return callbacks
+    }
+    withExtendedLifetime(released) {}
   }
 
   private var isValidLocked: Bool {
@@ -75,13 +88,21 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     binding.isValidUnlocked
   }
 
-  /// Clears the signal if set; returns whether the source should be performed now.
-  func consumeSignal() -> Bool {
+  /// Clears the signal if set; returns the callback to perform now, or nil.
+  func consumeSignal() -> (@Sendable () -> Void)? {
     binding.lock.withLock {
-      guard signalled, binding.isValidUnlocked else { return false }
+      guard signalled, binding.isValidUnlocked, let callbacks else { return nil }
       signalled = false
-      return true
+      return callbacks.perform
     }
+  }
+
+  /// The schedule and cancel callbacks, while the source is valid.
+  var scheduleCallback: (@Sendable (Loop, Loop.Mode) -> Void)? {
+    binding.lock.withLock { callbacks?.schedule }
+  }
+  var cancelCallback: (@Sendable (Loop, Loop.Mode) -> Void)? {
+    binding.lock.withLock { callbacks?.cancel }
   }
 
   var signalKey: (signalled: Bool, sequence: UInt64) {

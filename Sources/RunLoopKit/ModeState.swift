@@ -17,7 +17,7 @@ final class ModeState {
   private(set) var epoll: Epoll
   let timerFD: TimerFD
 
-  var manualSources: [ManualSource] = []
+  var manualSources = ItemSet<ManualSource>()
   /// Registered descriptor sources, by epoll token.
   var descriptors: [UInt64: DescriptorSource] = [:]
   /// Which token currently owns each fd number in this epoll set. Needed because epoll
@@ -25,8 +25,12 @@ final class ModeState {
   /// number reused by a newer source, removing the old source must not unregister the new one.
   var tokenForDescriptor: [Int32: UInt64] = [:]
   let timers = TimerHeap()
-  /// Sorted by order; equal orders keep the order they were added in.
-  var observers: [LoopObserver] = []
+  private var observerSet = ItemSet<LoopObserver>()
+  /// `observerSet` by order, equal orders in the order they were added; rebuilt on the first
+  /// notification after a change, so adding or removing an observer stays O(1).
+  private var sortedObservers: [LoopObserver]? = []
+  /// How many observers want each activity bit, so removing one updates the union in O(1).
+  private var observersPerActivity = [Int](repeating: 0, count: UInt.bitWidth)
   /// Union of every observer's activities, so a pass skips notifying (and locking) when nobody
   /// listens. Written under the loop's lock, read without it.
   let observedActivities = Atomic<UInt>(0)
@@ -48,18 +52,38 @@ final class ModeState {
   /// Timers in this mode, counting those taken out of the heap while their handler runs.
   var timerCount = 0
 
+  /// Steps taken by the mode's item sets, for tests that check how adding and removing scale.
+  var itemSteps: Int { manualSources.steps + observerSet.steps }
+
+  /// The observers in the order they are told: by order, then in the order they were added.
+  var observers: [LoopObserver] {
+    if let sortedObservers { return sortedObservers }
+    let sorted = observerSet.orderedEntries
+      .sorted { ($0.element.order, $0.sequence) < ($1.element.order, $1.sequence) }
+      .map(\.element)
+    sortedObservers = sorted
+    return sorted
+  }
+
   func insertObserver(_ observer: LoopObserver) {
-    let index = observers.firstIndex { $0.order > observer.order } ?? observers.endIndex
-    observers.insert(observer, at: index)
-    observedActivities.store(
-      observedActivities.load(ordering: .relaxed) | observer.activities.rawValue,
-      ordering: .relaxed)
+    guard observerSet.insert(observer) else { return }
+    sortedObservers = nil
+    countActivities(of: observer, by: 1)
   }
 
   func removeObserver(_ observer: LoopObserver) {
-    observers.removeAll { $0 === observer }
-    let union = observers.reduce(into: Loop.Activity()) { $0.formUnion($1.activities) }
-    observedActivities.store(union.rawValue, ordering: .relaxed)
+    guard observerSet.remove(observer) else { return }
+    sortedObservers = nil
+    countActivities(of: observer, by: -1)
+  }
+
+  private func countActivities(of observer: LoopObserver, by change: Int) {
+    var union: UInt = 0
+    for bit in 0..<observersPerActivity.count {
+      if observer.activities.rawValue & (1 << bit) != 0 { observersPerActivity[bit] += change }
+      if observersPerActivity[bit] > 0 { union |= 1 << bit }
+    }
+    observedActivities.store(union, ordering: .relaxed)
   }
 
   /// Set when the heap changed on the loop's own thread: the timerfd is re-armed once, just

@@ -1,0 +1,146 @@
+import CRunLoopShims
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// Issue 10, defect 4: a descriptor source whose fd was closed behind the loop's back (while a
+/// `dup` keeps the file open, so the kernel keeps the registration) must not make the loop
+/// spin, and the loop's own descriptors cannot be added as sources.
+extension RunLoopKitTests {
+  @Suite("Stale and foreign descriptors") struct StaleDescriptors {
+    /// What a source's handler saw, and how much CPU the loop thread used, over a 1 s run in
+    /// which `prepare` (called once the source is registered) makes its fd stale.
+    static func watchStale(
+      prepare: @escaping @Sendable (_ watched: Int32, _ writeEnd: Int32) -> Void
+    ) throws -> (calls: [DescriptorSource.Events], cpu: Duration, passes: Int) {
+      let pipe = makePipe()
+      let keepOpen = dup(pipe.read)
+      defer {
+        close(keepOpen)
+        close(pipe.write)
+      }
+      let calls = Box<[DescriptorSource.Events]>([])
+      let passes = Box(0)
+      let cpu = try onLoopThread { loop -> Duration in
+        let source = DescriptorSource(fileDescriptor: pipe.read) { _, events in
+          calls.value.append(events)
+          var byte: UInt8 = 0
+          _ = read(pipe.read, &byte, 1)  // EBADF, or reads some other file: no progress
+        }
+        try loop.add(source, to: .default)
+        try loop.add(ManualSource {}, to: .default)
+        try loop.add(
+          LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
+        prepare(pipe.read, pipe.write)
+        let before = threadCPUTime()
+        loop.run(for: .seconds(1))
+        let used = before.duration(to: threadCPUTime())
+        source.invalidate()
+        return used
+      }
+      return (calls.value, cpu, passes.value)
+    }
+
+    @Test(
+      "68. A descriptor source whose fd was closed (a dup keeps the file open) is called at most once more and never makes the loop spin"
+    )
+    func test_68_closedDescriptorDoesNotSpin() throws {
+      let seen = try Self.watchStale { watched, writeEnd in
+        close(watched)
+        writeByte(writeEnd)
+      }
+      #expect(seen.calls.count <= 1, "handler called \(seen.calls.count) times")
+      #expect(seen.calls.allSatisfy { $0.contains(.invalidDescriptor) && $0.contains(.error) })
+      #expect(seen.passes < 100, "\(seen.passes) passes in 1 s")
+      #expect(seen.cpu < .milliseconds(50), "loop thread used \(seen.cpu) of CPU in 1 s")
+    }
+
+    @Test("68. A closed fd whose number now names another file is not read as the old one")
+    func test_68_closedAndReusedDescriptorDoesNotSpin() throws {
+      let other = Box<(Int32, Int32)?>(nil)
+      let seen = try Self.watchStale { watched, writeEnd in
+        close(watched)
+        let reused = makePipe()  // takes the lowest free numbers: `watched` first
+        other.value = reused
+        writeByte(writeEnd)
+      }
+      if let (read, write) = other.value {
+        close(read)
+        close(write)
+      }
+      #expect(seen.calls.count <= 1, "handler called \(seen.calls.count) times")
+      #expect(seen.calls.allSatisfy { $0.contains(.invalidDescriptor) })
+      #expect(seen.passes < 100, "\(seen.passes) passes in 1 s")
+      #expect(seen.cpu < .milliseconds(50), "loop thread used \(seen.cpu) of CPU in 1 s")
+    }
+
+    @Test("68. The stale source is reported once, and a new source on the reused number works")
+    func test_68_newSourceOnReusedNumber() throws {
+      let pipe = makePipe()
+      let keepOpen = dup(pipe.read)
+      let recorder = Recorder()
+      try onLoopThread { loop in
+        let old = DescriptorSource(fileDescriptor: pipe.read, label: "old") { _, events in
+          recorder.log("old \(events)")
+        }
+        try loop.add(old, to: .default)
+        close(pipe.read)
+        let fresh = makePipe()
+        #expect(fresh.read == pipe.read)
+        let new = DescriptorSource(fileDescriptor: fresh.read, label: "new") { _, _ in
+          recorder.log("new")
+          drain(fresh.read)
+        }
+        try loop.add(new, to: .default)
+        writeByte(pipe.write)  // the old file, still open through `keepOpen`
+        writeByte(fresh.write)
+        loop.run(for: .milliseconds(300))
+        #expect(loop.debugDescription.contains("no longer refers to the file it was added with"))
+        old.invalidate()
+        new.invalidate()
+        close(fresh.read)
+        close(fresh.write)
+      }
+      close(keepOpen)
+      close(pipe.write)
+      #expect(recorder.count(of: "new") == 1)
+      #expect(recorder.all.filter { $0.hasPrefix("old") } == ["old [error, invalidDescriptor]"])
+    }
+
+    @Test(
+      "69. Adding a source on an fd the loop itself owns (epoll set, timerfd, wake-up eventfd) throws naming the fd"
+    )
+    func test_69_loopOwnDescriptorsAreRefused() throws {
+      try onLoopThread { loop in
+        try loop.add(ManualSource {}, to: .default)
+        try loop.add(ManualSource {}, to: "other")
+        let owned = loop.ownedDescriptors
+        #expect(owned.count == 5)  // wake-up eventfd + 2 modes × (epoll set + timerfd)
+        for fd in owned {
+          for mode: Loop.Mode in [.default, "other", "third"] {
+            let source = DescriptorSource(fileDescriptor: fd) { _, _ in }
+            do {
+              try loop.add(source, to: mode)
+              Issue.record("fd \(fd), owned by the loop, was accepted in \(mode)")
+            } catch let error as LoopError {
+              #expect(error.description.contains("fd \(fd)"))
+              #expect(error.description.contains("belongs to the loop"))
+            } catch {
+              Issue.record("unexpected error \(error)")
+            }
+            #expect(!loop.contains(source, in: mode))
+          }
+        }
+      }
+    }
+  }
+}
+
+/// CPU time the calling thread has used.
+func threadCPUTime() -> LoopClock.Instant {
+  var now = timespec()
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+  return LoopClock.Instant(nanoseconds: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
+}
