@@ -94,7 +94,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   public var interest: Events { binding.lock.withLock { storedInterest } }
 
   /// Changes what the source waits for, in every mode it is in, and resumes polling after a
-  /// hang-up or error was reported. Safe from any thread, including the handler.
+  /// hang-up or error was reported. Safe from any thread, including the handler. Throws for a
+  /// source that was told `invalidDescriptor`: its fd names another file now, if any.
   public func setInterest(_ interest: Events) throws(LoopError) {
     let value = interest.intersection([.readable, .writable])
     let owner = binding.lock.withLock { () -> Loop? in
@@ -112,7 +113,10 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// under way on the loop's thread finishes.
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
-    if wasValid, let loop { loop.detachEverywhere(self) }
+    // Only the call that made the item invalid releases: a concurrent second call must not
+    // drop the closures (the cancel callback among them) before the first has detached.
+    guard wasValid else { return }
+    loop?.detachEverywhere(self)
     let released = binding.lock.withLock { () -> Handler? in
       defer { storedHandler = nil }
       return storedHandler

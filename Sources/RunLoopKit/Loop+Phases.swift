@@ -68,7 +68,7 @@ extension Loop {
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
     let candidates = lock.withLock { () -> [ManualSource] in
       var signalled: [(source: ManualSource, sequence: UInt64)] = []
-      for source in mode.manualSources.unordered {
+      mode.manualSources.visitAll { source in
         let key = source.signalKey
         if key.signalled { signalled.append((source, key.sequence)) }
       }
@@ -268,10 +268,11 @@ extension Loop {
   ) -> (LoopClock.Instant, LoopTimer.Handler)? {
     guard !timer.isFiring, timer.slots.contains(where: { $0.mode === mode && $0.index != nil })
     else { return nil }
-    let (fireDate, handler) = timer.binding.lock.withLock {
-      (timer.scheduleUnlocked.fireDate, timer.handlerUnlocked)
-    }
-    guard let handler, fireDate <= now else { return nil }
+    // The handler is copied only when it will be returned: a copy dropped here could be the
+    // last reference (a concurrent invalidate) and would be released under the loop's lock.
+    let fireDate = timer.fireDate
+    guard fireDate <= now, let handler = timer.binding.lock.withLock({ timer.handlerUnlocked })
+    else { return nil }
     timer.isFiring = true
     firingTimers.append(timer)
     counters.timersFired += 1
@@ -310,25 +311,37 @@ extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
   func handleDescriptors(_ ready: [Epoll.Event], in mode: ModeState, onlyOne: Bool) -> Bool {
     guard !ready.isEmpty else { return false }
-    typealias Delivery = (source: DescriptorSource, token: UInt64, raw: UInt32, stale: Bool)
     let (deliveries, generation) = lock.withLock { () -> ([Delivery], UInt64) in
       var deliveries: [Delivery] = []
+      var stale: [Delivery] = []
+      var unattributed = false
       for event in ready {
         guard let source = mode.descriptors[event.token],
           source.registrations.contains(where: { $0.token == event.token && !$0.parked })
         else {
           // An event we cannot attribute (or one for a parked registration) comes from a
           // registration the kernel still holds for a file whose fd number we no longer own:
-          // its fd was closed while the file stayed open elsewhere. epoll_ctl(DEL) cannot name
-          // that file any more, so rebuild the set from the registrations we do own.
-          rebuildEpollSetLocked(mode)
+          // its fd was closed while the file stayed open elsewhere.
+          unattributed = true
           continue
         }
-        let stale = !isCurrentLocked(source, token: event.token, in: mode)
-        if stale { retireStaleLocked(source, token: event.token, in: mode) }
-        deliveries.append((source, event.token, event.events, stale))
+        guard isCurrentLocked(source, token: event.token, in: mode) else {
+          markStaleLocked(source, token: event.token, in: mode)
+          stale.append(Delivery(source: source, token: event.token, raw: 0, stale: true))
+          continue
+        }
+        deliveries.append(Delivery(source: source, token: event.token, raw: event.events))
       }
-      return (deliveries.sorted { $0.source.order < $1.source.order }, waitGeneration)
+      // epoll_ctl(DEL) cannot name a file whose fd number we no longer own, so one rebuild
+      // sheds all of them, and finds any other registration gone stale on the way.
+      if unattributed || !stale.isEmpty {
+        stale += rebuildEpollSetLocked(mode).map {
+          Delivery(source: $0, token: $1, raw: 0, stale: true)
+        }
+      }
+      // Stale reports go first: they are told even when the pass stops after one source.
+      let byOrder = { (a: Delivery, b: Delivery) in a.source.order < b.source.order }
+      return (stale.sorted(by: byOrder) + deliveries.sorted(by: byOrder), waitGeneration)
     }
     let sink = traceSink(mode.mode)
     var handled = false
@@ -343,10 +356,12 @@ extension Loop {
         guard mode.descriptors[delivery.token] === source, let handler = source.handler else {
           return nil
         }
-        if !delivery.stale && delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
-          parkLocked(source, token: delivery.token, in: mode)
+        if !delivery.stale {
+          if delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
+            parkLocked(source, token: delivery.token, in: mode)
+          }
+          counters.sourcesHandled += 1
         }
-        counters.sourcesHandled += 1
         return handler
       }
       guard let handler else { continue }
@@ -356,10 +371,21 @@ extension Loop {
       let began = sink?.now
       handler(source, events)
       sink?.record(source.traceKind(events), since: began)
+      // A stale report tells the source about its own misuse; it is not the source firing,
+      // so it neither counts as a handled source nor ends a pass that stops after one.
+      if delivery.stale { continue }
       handled = true
       if onlyOne { break }
     }
     return handled
+  }
+
+  /// One event to hand to a descriptor source: its epoll bits, or a stale-descriptor report.
+  struct Delivery {
+    let source: DescriptorSource
+    let token: UInt64
+    let raw: UInt32
+    var stale = false
   }
 
   /// Whether a source's registration still watches the file its fd number names now. The
@@ -378,10 +404,10 @@ extension Loop {
     return mode.epoll.isRegistered(fd, events: mask, token: token)
   }
 
-  /// Parks a registration whose fd no longer names its file and sheds it from the epoll set.
-  /// epoll_ctl(DEL) would name whatever file the number points to now (or fail), so the set
-  /// is rebuilt without it instead, as for an event that cannot be attributed.
-  private func retireStaleLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) {
+  /// Parks a registration whose fd no longer names its file, for good (`setInterest` refuses
+  /// a stale source). The caller rebuilds the epoll set to shed it: epoll_ctl(DEL) would name
+  /// whatever file the number points to now, or fail.
+  private func markStaleLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) {
     guard let index = source.registrations.firstIndex(where: { $0.token == token }) else { return }
     source.registrations[index].parked = true
     source.registrations[index].stale = true
@@ -389,7 +415,6 @@ extension Loop {
       mode.tokenForDescriptor[source.fileDescriptor] = nil
     }
     counters.staleDescriptors += 1
-    rebuildEpollSetLocked(mode)
   }
 
   /// Takes a hung-up or failed descriptor out of the epoll set so it cannot wake the loop
@@ -406,9 +431,11 @@ extension Loop {
 
   /// Replaces the mode's epoll set with a fresh one holding the wake-up eventfd, the timerfd
   /// and every live registration whose fd number is still ours. The loop may be asleep in the
-  /// old set (it holds a reference to it), so it is woken to move over.
-  func rebuildEpollSetLocked(_ mode: ModeState) {
+  /// old set (it holds a reference to it), so it is woken to move over. Returns the
+  /// registrations it found stale and parked, so the caller can report them.
+  func rebuildEpollSetLocked(_ mode: ModeState) -> [(DescriptorSource, UInt64)] {
     var live: [(fd: Int32, mask: UInt32, token: UInt64)] = []
+    var stale: [(DescriptorSource, UInt64)] = []
     for (token, source) in mode.descriptors {
       guard mode.tokenForDescriptor[source.fileDescriptor] == token,
         source.registrations.contains(where: { $0.token == token && !$0.parked })
@@ -416,12 +443,8 @@ extension Loop {
       // Re-adding by number would quietly move a source whose fd was closed and reused onto
       // the new file; one whose number no longer names its file stays out, parked as stale.
       guard isCurrentLocked(source, token: token, in: mode) else {
-        if let index = source.registrations.firstIndex(where: { $0.token == token }) {
-          source.registrations[index].parked = true
-          source.registrations[index].stale = true
-          mode.tokenForDescriptor[source.fileDescriptor] = nil
-          counters.staleDescriptors += 1
-        }
+        markStaleLocked(source, token: token, in: mode)
+        stale.append((source, token))
         continue
       }
       live.append(
@@ -443,5 +466,6 @@ extension Loop {
     }
     epollRebuilds += 1
     _ = requestWakeLocked()  // on the loop thread: sets the flag, never writes
+    return stale
   }
 }

@@ -205,6 +205,14 @@ extension Loop {
     of source: DescriptorSource, to interest: DescriptorSource.Events, _ change: () -> Void
   ) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
+      // A stale source's number names some other file now (often the loop's own rebuilt epoll
+      // set): un-parking it would watch that file. Stale is final.
+      guard !source.registrations.contains(where: \.stale) else {
+        throw .invalidArgument(
+          name: "descriptor", value: "fd \(source.fileDescriptor)",
+          reason: "it no longer refers to the file the source was added with (it was closed "
+            + "while still registered); invalidate the source and add a new one")
+      }
       let mask = source.binding.lock.withLock {
         change()
         return source.epollMaskUnlocked
@@ -212,16 +220,10 @@ extension Loop {
       for index in source.registrations.indices {
         let registration = source.registrations[index]
         let mode = registration.mode
-        let fd = source.fileDescriptor
-        if registration.stale && mode.tokenForDescriptor[fd] == nil {
-          // Un-parking a stale source watches whatever file its number names now.
-          mode.tokenForDescriptor[fd] = registration.token
-        }
-        guard mode.tokenForDescriptor[fd] == registration.token else { continue }
+        guard mode.tokenForDescriptor[source.fileDescriptor] == registration.token else { continue }
         if registration.parked {
           try mode.epoll.add(source.fileDescriptor, events: mask, token: registration.token)
           source.registrations[index].parked = false
-          source.registrations[index].stale = false
         } else {
           try mode.epoll.modify(source.fileDescriptor, events: mask, token: registration.token)
         }

@@ -37,7 +37,10 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   /// whatever the handler captured, is released once every lock is let go.
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
-    if wasValid, let loop { loop.detachEverywhere(self) }
+    // Only the call that made the item invalid releases: a concurrent second call must not
+    // drop the closures (the cancel callback among them) before the first has detached.
+    guard wasValid else { return }
+    loop?.detachEverywhere(self)
     let released = binding.lock.withLock { () -> Handler? in
       defer { storedHandler = nil }
       return storedHandler

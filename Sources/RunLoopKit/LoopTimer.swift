@@ -143,7 +143,10 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// call finishes).
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
-    if wasValid, let loop { loop.detachEverywhere(self) }
+    // Only the call that made the item invalid releases: a concurrent second call must not
+    // drop the closures (the cancel callback among them) before the first has detached.
+    guard wasValid else { return }
+    loop?.detachEverywhere(self)
     let released = binding.lock.withLock { () -> Handler? in
       defer { storedHandler = nil }
       return storedHandler

@@ -74,7 +74,10 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   /// on the loop's thread finishes.
   public func invalidate() {
     let (wasValid, loop) = binding.invalidate()
-    if wasValid, let loop { loop.detachEverywhere(self) }
+    // Only the call that made the item invalid releases: a concurrent second call must not
+    // drop the closures (the cancel callback among them) before the first has detached.
+    guard wasValid else { return }
+    loop?.detachEverywhere(self)
     let released = binding.lock.withLock { () -> Callbacks? in
       signalled = false
       defer { callbacks = nil }

@@ -41,6 +41,24 @@ extension RunLoopKitTests {
       #expect(ours == cf)
     }
 
+    @Test("A wake-up made while no run is active is dropped, as CFRunLoopWakeUp's is")
+    func wakeUpBeforeRunIsDroppedLikeCF() throws {
+      let ours = try ourTrace { loop, recorder in
+        try loop.add(ManualSource {}, to: .default)
+        loop.wakeUp()
+        recorder.log("result \(loop.run(for: .milliseconds(200)))")
+      }
+      let cf = cfTrace { loop, recorder in
+        CFRunLoopAddSource(loop, cfSource(recorder, "source"), .defaultMode)
+        CFRunLoopWakeUp(loop)
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 0.2, false)))")
+      }
+      #expect(ours == cf)
+      // One sleep, which the early wake-up did not cut short.
+      #expect(ours.filter { $0 == "beforeWaiting" }.count == 1)
+      #expect(ours.last == "result timedOut")
+    }
+
     @Test("13 and 43 vs CF: a wake-up while sleeping, seen by an observer of every activity")
     func test_13_43_matchCF() throws {
       let ours = try ourTrace(
