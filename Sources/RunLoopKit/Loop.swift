@@ -30,7 +30,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var modes: [Mode: ModeState] = [:]
   var commonModeNames: [Mode] = [.default]
   /// Items added to `.common`; every mode later added to the common set receives them.
-  let commonItems = ItemSet<any LoopItem>()
+  let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }
   var blocks: [QueuedBlock] = []
   /// One frame per active `run` call, innermost last.
   var frames: [RunFrame] = []

@@ -17,7 +17,7 @@ final class ModeState {
   private(set) var epoll: Epoll
   let timerFD: TimerFD
 
-  let manualSources = ItemSet<ManualSource>()
+  let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
   /// Registered descriptor sources, by epoll token.
   var descriptors: [UInt64: DescriptorSource] = [:]
   /// Which token currently owns each fd number in this epoll set. Needed because epoll
@@ -25,7 +25,7 @@ final class ModeState {
   /// number reused by a newer source, removing the old source must not unregister the new one.
   var tokenForDescriptor: [Int32: UInt64] = [:]
   let timers = TimerHeap()
-  private let observerSet = ItemSet<LoopObserver>()
+  private let observerSet = ItemSet<LoopObserver>(identity: ObjectIdentifier.init)
   /// `observerSet` by order, equal orders in the order they were added; rebuilt on the first
   /// notification after a change, so adding or removing an observer stays O(1).
   private var sortedObservers: [LoopObserver]? = []
