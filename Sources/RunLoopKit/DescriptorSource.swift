@@ -112,16 +112,10 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// and whatever it captured, is released once every lock is let go. A handler call already
   /// under way on the loop's thread finishes.
   public func invalidate() {
-    let (wasValid, loop) = binding.invalidate()
-    // Only the call that made the item invalid releases: a concurrent second call must not
-    // drop the closures (the cancel callback among them) before the first has detached.
-    guard wasValid else { return }
-    loop?.detachEverywhere(self)
-    let released = binding.lock.withLock { () -> Handler? in
+    invalidateReleasing { () -> Handler? in
       defer { storedHandler = nil }
       return storedHandler
     }
-    withExtendedLifetime(released) {}
   }
 
   /// The handler while the source is valid, nil after it was invalidated.

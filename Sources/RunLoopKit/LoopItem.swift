@@ -20,6 +20,19 @@ protocol LoopItem: AnyObject, Sendable {
 extension LoopItem {
   func isMember(of mode: ModeState) -> Bool { memberModes.contains { $0 === mode } }
 
+  /// Every item's `invalidate()`: marks it invalid, leaves every mode (running the cancel
+  /// callouts), then takes its closures out with `take` (under `binding.lock`) and releases
+  /// them once no lock is held, since a captured object's deinit may call back into the loop.
+  /// Only the call that made the item invalid does this: a concurrent second call must not
+  /// drop the closures (the cancel callback among them) before the first has detached.
+  func invalidateReleasing<Closures>(_ take: () -> Closures) {
+    let (wasValid, loop) = binding.invalidate()
+    guard wasValid else { return }
+    loop?.detachEverywhere(self)
+    let released = binding.lock.withLock(take)
+    withExtendedLifetime(released) {}
+  }
+
   func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
     memberModes.compactMap { detachLocked(from: $0, of: loop) }
   }

@@ -36,16 +36,10 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   /// Removes the observer from every mode; it is never told anything again. Its handler, and
   /// whatever the handler captured, is released once every lock is let go.
   public func invalidate() {
-    let (wasValid, loop) = binding.invalidate()
-    // Only the call that made the item invalid releases: a concurrent second call must not
-    // drop the closures (the cancel callback among them) before the first has detached.
-    guard wasValid else { return }
-    loop?.detachEverywhere(self)
-    let released = binding.lock.withLock { () -> Handler? in
+    invalidateReleasing { () -> Handler? in
       defer { storedHandler = nil }
       return storedHandler
     }
-    withExtendedLifetime(released) {}
   }
 
   /// The handler while the observer is valid, nil after it was invalidated.

@@ -142,16 +142,10 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// whatever the handler captured. Safe from any thread, including its own handler (whose
   /// call finishes).
   public func invalidate() {
-    let (wasValid, loop) = binding.invalidate()
-    // Only the call that made the item invalid releases: a concurrent second call must not
-    // drop the closures (the cancel callback among them) before the first has detached.
-    guard wasValid else { return }
-    loop?.detachEverywhere(self)
-    let released = binding.lock.withLock { () -> Handler? in
+    invalidateReleasing { () -> Handler? in
       defer { storedHandler = nil }
       return storedHandler
     }
-    withExtendedLifetime(released) {}
   }
 
   /// The handler while the timer is valid; the caller must hold `binding.lock`.

@@ -73,17 +73,11 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   /// (a captured object's `deinit` may call back into the loop). A `perform` already under way
   /// on the loop's thread finishes.
   public func invalidate() {
-    let (wasValid, loop) = binding.invalidate()
-    // Only the call that made the item invalid releases: a concurrent second call must not
-    // drop the closures (the cancel callback among them) before the first has detached.
-    guard wasValid else { return }
-    loop?.detachEverywhere(self)
-    let released = binding.lock.withLock { () -> Callbacks? in
+    invalidateReleasing { () -> Callbacks? in
       signalled = false
       defer { callbacks = nil }
       return callbacks
     }
-    withExtendedLifetime(released) {}
   }
 
   private var isValidLocked: Bool {

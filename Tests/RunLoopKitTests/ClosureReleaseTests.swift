@@ -17,13 +17,12 @@ extension RunLoopKitTests {
           schedule: { _, _ in _ = canary }, cancel: { _, _ in _ = canary },
           perform: { _ = canary })
       }
-      try onLoopThread { loop in
-        try loop.add(source, to: .default)
-        #expect(!released())
-        source.invalidate()
-        #expect(released())
+      let seen = try releasedOnlyByInvalidate(source, released) {
+        try $0.add($1, to: .default)
+      } invalidate: {
+        $0.invalidate()
       }
-      withExtendedLifetime(source) {}
+      #expect(seen == (false, true))
     }
 
     @Test("DescriptorSource: invalidate() releases the handler")
@@ -32,13 +31,12 @@ extension RunLoopKitTests {
         let (source, released) = capturingCanary { canary in
           DescriptorSource(fileDescriptor: pipe.read) { _, _ in _ = canary }
         }
-        try onLoopThread { loop in
-          try loop.add(source, to: .default)
-          #expect(!released())
-          source.invalidate()
-          #expect(released())
+        let seen = try releasedOnlyByInvalidate(source, released) {
+          try $0.add($1, to: .default)
+        } invalidate: {
+          $0.invalidate()
         }
-        withExtendedLifetime(source) {}
+        #expect(seen == (false, true))
       }
     }
 
@@ -47,13 +45,12 @@ extension RunLoopKitTests {
       let (port, released) = try capturingCanary { canary in
         try LoopPort<Int> { _ in _ = canary }
       }
-      try onLoopThread { loop in
-        try loop.add(port, to: .default)
-        #expect(!released())
-        port.invalidate()
-        #expect(released())
+      let seen = try releasedOnlyByInvalidate(port, released) {
+        try $0.add($1, to: .default)
+      } invalidate: {
+        $0.invalidate()
       }
-      withExtendedLifetime(port) {}
+      #expect(seen == (false, true))
     }
 
     @Test("LoopTimer: invalidate() releases the handler, added or not")
@@ -163,6 +160,23 @@ extension RunLoopKitTests {
       withExtendedLifetime(items) {}
     }
   }
+}
+
+/// Adds `item` to a fresh thread's loop, then invalidates it there; returns whether the canary
+/// was released just before the invalidation and just after it. The item stays referenced.
+func releasedOnlyByInvalidate<Item: Sendable>(
+  _ item: Item, _ released: @escaping @Sendable () -> Bool,
+  add: @escaping @Sendable (Loop, Item) throws -> Void,
+  invalidate: @escaping @Sendable (Item) -> Void
+) throws -> (before: Bool, after: Bool) {
+  let seen = try onLoopThread { loop -> (Bool, Bool) in
+    try add(loop, item)
+    let before = released()
+    invalidate(item)
+    return (before, released())
+  }
+  withExtendedLifetime(item) {}
+  return seen
 }
 
 /// An object whose release a test watches through a weak reference.
