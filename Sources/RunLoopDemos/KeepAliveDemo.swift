@@ -47,6 +47,8 @@ public enum KeepAliveDemo {
   }
 
   /// Steps 2–4: one thread with a port, run three ways.
+  // Longer than ~60 lines on purpose: a scenario is a script the demo prints step by
+  // step, and it reads best top to bottom, in the order the steps appear in its output.
   static func portKeepsItAlive() throws -> [DemoStep] {
     let loopBox = Locked<Loop?>(nil)
     let round = Atomic<Int>(0)

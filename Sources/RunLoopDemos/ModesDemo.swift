@@ -5,6 +5,8 @@ import RunLoopKit
 public enum ModesDemo {
   public static let tracking = Loop.Mode("tracking")
 
+  // Longer than ~60 lines on purpose: a scenario is a script the demo prints step by
+  // step, and it reads best top to bottom, in the order the steps appear in its output.
   public static func run() throws -> DemoReport {
     var report = DemoReport(name: "modes", title: "a timer that stops while you scroll")
     let thread = DemoThread(name: "ui") { () throws -> [DemoStep] in

@@ -26,6 +26,8 @@ public enum SearchDemo {
     public let slicesPerSearch: Int
   }
 
+  // Longer than ~60 lines on purpose: a scenario is a script the demo prints step by
+  // step, and it reads best top to bottom, in the order the steps appear in its output.
   public static func run(typing text: String = "runloop") throws -> Outcome {
     let thread = try ResidentThread(name: "search")
     defer {

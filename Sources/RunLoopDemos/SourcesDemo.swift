@@ -5,6 +5,8 @@ import Synchronization
 /// `sources`: a manual source that is signalled but not woken waits for something else to
 /// wake the loop; a descriptor source wakes it by itself.
 public enum SourcesDemo {
+  // Longer than ~60 lines on purpose: a scenario is a script the demo prints step by
+  // step, and it reads best top to bottom, in the order the steps appear in its output.
   public static func run() throws -> DemoReport {
     var report = DemoReport(name: "sources", title: "signalled is not woken")
     var fds: [Int32] = [0, 0]

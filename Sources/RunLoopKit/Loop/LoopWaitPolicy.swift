@@ -33,28 +33,4 @@ extension Loop {
     get { lock.withLock { policy } }
     set { lock.withLock { policy = newValue } }
   }
-
-  /// Spins (checking the wake flag at every turn and the mode's epoll set every few turns)
-  /// until work shows up or the window ends. Returns the epoll events if any arrived, an empty
-  /// list if a wake-up was posted, or nil when the window passed with nothing to do.
-  func spin(
-    on epoll: Epoll, window: Duration?, until deadline: LoopClock.Instant?
-  ) -> [Epoll.Event]? {
-    let start = LoopClock.Instant.now
-    let windowEnd = window.map { start.advanced(by: $0) } ?? .distantFuture
-    let end = min(windowEnd, deadline ?? .distantFuture)
-    var turn = 0
-    while true {
-      if wakePending.load(ordering: .acquiring) { return [] }
-      // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
-      // and timers can afford a few turns' delay.
-      if turn % 16 == 0 {
-        if let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 {
-          return (0..<count).map(epoll.event)
-        }
-        if LoopClock.Instant.now >= end { return nil }
-      }
-      turn &+= 1
-    }
-  }
 }

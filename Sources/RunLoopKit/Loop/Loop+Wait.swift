@@ -1,0 +1,224 @@
+/// The wait phase of a pass: "wait on the mode's epoll set" in DESIGN.md's pseudo-code, read
+/// top to bottom in `waitForEvents`, one call per step.
+///
+/// Lock discipline: the loop's lock is taken to prepare (re-arm, drain), to commit to sleeping
+/// (so a poster knows whether to write the wake-up eventfd), and to sort out what woke it —
+/// never across the kernel wait itself.
+extension Loop {
+  struct WakeResult {
+    var timerExpired = false
+    var ready: [Epoll.Event] = []
+  }
+
+  /// What the spin step did: whether it ran, what it found, and (for a tracer) when.
+  struct SpinOutcome {
+    var ran = false
+    /// Events found ([] for a posted wake-up), or nil when nothing turned up in the window.
+    var found: [Epoll.Event]?
+    var interval: (start: LoopClock.Instant, end: LoopClock.Instant)?
+  }
+
+  /// What the kernel wait returned, and when the thread slept in it (nil for a poll).
+  struct KernelWait {
+    var count = 0
+    var slept: (start: LoopClock.Instant, end: LoopClock.Instant)?
+  }
+
+  /// Sleeps in the mode's epoll set until a descriptor, the mode's timer or the wake-up port
+  /// fires, or the deadline passes. With `poll` it only looks, without sleeping.
+  func waitForEvents(
+    in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool
+  ) -> WakeResult {
+    // The set is held for the whole wait: a rebuild may swap the mode's set meanwhile.
+    let (epoll, policy) = prepareToWait(in: mode)
+    let spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
+    // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
+    // when the window ran out, on the way to a sleep.)
+    let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
+    let blocking = commitToWait(poll: poll || spunOut, spun: spin.found != nil)
+    let wait =
+      spin.found == nil
+      ? waitInKernel(on: epoll, of: mode, until: deadline, blocking: blocking) : KernelWait()
+    // Asked for after the wait, so a tracer attached while the loop slept records that sleep.
+    let sink = traceSink(mode.mode)
+    let (result, wokenBy) = sortOutWake(
+      spin: spin, wait: wait, from: epoll, in: mode, naming: sink != nil)
+    if let sink { trace(spin, wait, wokenBy, to: sink) }
+    return result
+  }
+
+  /// Re-arms the mode's timerfd if its timers changed and drains the wake-up eventfd; returns
+  /// the set to wait on and the policy to wait by.
+  private func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
+    lock.withLock {
+      if mode.timerNeedsArming { mode.rearmTimer() }
+      // The wake-up eventfd is drained here, before the next wait, rather than right after
+      // the wake: that keeps a read syscall off the path from wake-up to the posted work.
+      // A write decided under the lock may land only after this drain (it is made after the
+      // poster releases the lock); the wait then returns at once with the eventfd readable,
+      // which `wakeFDReadable` catches so the following wait drains it.
+      if wakeWritten || wakeFDReadable {
+        wakeWritten = false
+        wakeFDReadable = false
+        _ = try? wakeFD.drain()
+      }
+      return (mode.epoll, self.policy)
+    }
+  }
+
+  /// Spins first when the wait policy asks for it and no wake-up is already pending.
+  private func spinIfAsked(
+    _ policy: WaitPolicy, on epoll: Epoll, until deadline: LoopClock.Instant?
+  ) -> SpinOutcome {
+    let window: Duration?
+    switch policy {
+    case .sleep: return SpinOutcome()
+    case .spinThenSleep(let length): window = length
+    case .busyWait: window = nil
+    }
+    guard !wakePending.load(ordering: .acquiring) else { return SpinOutcome() }
+    // The clock is read only for a tracer: work found by spinning goes out at once.
+    let start: LoopClock.Instant? = tracing.load(ordering: .relaxed) ? .now : nil
+    let found = spin(on: epoll, window: window, until: deadline)
+    return SpinOutcome(ran: true, found: found, interval: start.map { ($0, .now) })
+  }
+
+  /// Spins (checking the wake flag at every turn and the mode's epoll set every few turns)
+  /// until work shows up or the window ends. Returns the epoll events if any arrived, an empty
+  /// list if a wake-up was posted, or nil when the window passed with nothing to do.
+  func spin(
+    on epoll: Epoll, window: Duration?, until deadline: LoopClock.Instant?
+  ) -> [Epoll.Event]? {
+    let start = LoopClock.Instant.now
+    let windowEnd = window.map { start.advanced(by: $0) } ?? .distantFuture
+    let end = min(windowEnd, deadline ?? .distantFuture)
+    var turn = 0
+    while true {
+      if wakePending.load(ordering: .acquiring) { return [] }
+      // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
+      // and timers can afford a few turns' delay.
+      if turn % 16 == 0 {
+        if let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 {
+          return (0..<count).map(epoll.event)
+        }
+        if LoopClock.Instant.now >= end { return nil }
+      }
+      turn &+= 1
+    }
+  }
+
+  /// Decides, under the lock posters take, whether this wait blocks: not when asked to poll,
+  /// not after a spin found work, and not when a wake-up was asked for while the pass was busy
+  /// (answered by not sleeping). A poster that sees `sleeping` writes the wake-up eventfd.
+  private func commitToWait(poll: Bool, spun: Bool) -> Bool {
+    lock.withLock {
+      var poll = poll
+      if wakeRequested {
+        wakeRequested = false
+        wakePending.store(false, ordering: .relaxed)
+        poll = true
+      }
+      sleeping = !poll && !spun
+      return sleeping
+    }
+  }
+
+  /// Waits in the kernel: blocks until an event or the deadline, or only looks (`blocking`
+  /// false). A signal (EINTR) makes it wait again for the time that is actually left.
+  private func waitInKernel(
+    on epoll: Epoll, of mode: ModeState, until deadline: LoopClock.Instant?, blocking: Bool
+  ) -> KernelWait {
+    let sleptAt = blocking ? LoopClock.Instant.now : nil
+    var count: Int?
+    while count == nil {
+      // Recomputed on every try, so signals interrupting the wait never stretch the deadline.
+      var timeout: Int64 = blocking ? -1 : 0
+      if blocking, let deadline {
+        timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
+      }
+      do {
+        count = try epoll.wait(timeoutNanoseconds: timeout)
+      } catch {
+        preconditionFailure("waiting on the epoll set of mode \(mode.mode) failed: \(error)")
+      }
+    }
+    return KernelWait(count: count ?? 0, slept: sleptAt.map { ($0, .now) })
+  }
+
+  /// Sorts what the wait returned into timer, descriptors and wake-up, and counts the wake.
+  /// Returns the phase's result and, when `naming`, what woke the loop (for a tracer).
+  private func sortOutWake(
+    spin: SpinOutcome, wait: KernelWait, from epoll: Epoll, in mode: ModeState, naming: Bool
+  ) -> (WakeResult, [LoopTracer.WakeCause]) {
+    var result = WakeResult()
+    var wokenBy: [LoopTracer.WakeCause] = []
+    lock.withLock {
+      sleeping = false
+      waitGeneration &+= 1
+      var causes = WakeCauses()
+      let spun = spin.found ?? []
+      for index in 0..<(spin.found?.count ?? wait.count) {
+        let event = spin.found == nil ? epoll.event(index) : spun[index]
+        let cause = classifyLocked(
+          event, in: mode, into: &result, counting: &causes, naming: naming)
+        if let cause { wokenBy.append(cause) }
+      }
+      if let slept = wait.slept { countWakeLocked(causes, slept: slept) }
+    }
+    return (result, wokenBy)
+  }
+
+  /// Files one event under the wake-up port, the timer or the descriptors. Returns what
+  /// woke the loop only when `naming` (an untraced loop never builds it).
+  private func classifyLocked(
+    _ event: Epoll.Event, in mode: ModeState, into result: inout WakeResult,
+    counting causes: inout WakeCauses, naming: Bool
+  ) -> LoopTracer.WakeCause? {
+    switch event.token {
+    case ModeState.wakeToken:
+      wakeFDReadable = true
+      causes.wakeUp = 1
+      return naming ? .wakeUp : nil
+    case ModeState.timerToken:
+      result.timerExpired = true
+      causes.timer = 1
+      return naming ? .timer : nil
+    default:
+      result.ready.append(event)
+      let source = mode.descriptors[event.token]
+      if source?.isPort == true { causes.port = 1 } else { causes.descriptor = 1 }
+      return naming ? source?.wakeCause ?? .unregisteredDescriptor : nil
+    }
+  }
+
+  /// Adds one blocking wait to the metrics: time asleep, and what ended it.
+  private func countWakeLocked(
+    _ causes: WakeCauses, slept: (start: LoopClock.Instant, end: LoopClock.Instant)
+  ) {
+    var causes = causes
+    counters.timeAsleep += slept.start.duration(to: slept.end)
+    if causes == WakeCauses() { causes.timeout = 1 }
+    counters.wakes.port += causes.port
+    counters.wakes.descriptor += causes.descriptor
+    counters.wakes.timer += causes.timer
+    counters.wakes.wakeUp += causes.wakeUp
+    counters.wakes.timeout += causes.timeout
+  }
+
+  /// Records the spin and the sleep of this wait, with what ended them.
+  private func trace(
+    _ spin: SpinOutcome, _ wait: KernelWait, _ wokenBy: [LoopTracer.WakeCause],
+    to sink: TraceSink
+  ) {
+    if let interval = spin.interval {
+      // Found nothing in the window (nil), a posted wake-up (no events), or descriptors.
+      let found = spin.found.map { $0.isEmpty ? [.wakeUp] : wokenBy } ?? []
+      sink.record(.spun(wokenBy: found), from: interval.start, to: interval.end)
+    }
+    if let slept = wait.slept {
+      sink.record(
+        .slept(wokenBy: wokenBy.isEmpty ? [.deadline] : wokenBy), from: slept.start,
+        to: slept.end)
+    }
+  }
+}

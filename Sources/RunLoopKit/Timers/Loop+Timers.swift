@@ -1,0 +1,92 @@
+import CRunLoopShims
+
+/// The timer phase of a pass (`fireTimers`) and the timerfd bookkeeping behind it. Same lock
+/// discipline as every phase: candidates are chosen under the loop's lock, and each is checked
+/// again, under it, right before its callout.
+extension Loop {
+  /// A mode's timers changed. Re-arming its timerfd is a syscall, and an expensive one in a VM
+  /// (it reprograms the hardware timer), so on the loop's own thread it is deferred to the
+  /// loop's next wait on that mode — firing a batch of a thousand timers then costs one
+  /// re-arm, not a thousand. Another thread cannot know when the loop will next look, so
+  /// changes from there re-arm at once: a sleeping loop must wake for a new earlier timer.
+  func timersChangedLocked(in mode: ModeState) {
+    if pthread_equal(pthread_self(), thread) != 0 {
+      mode.timerNeedsArming = true
+    } else {
+      mode.rearmTimer()
+    }
+  }
+
+  /// Fires every timer of this mode whose fire date has come, earliest first. Like CF, the
+  /// due timers are only candidates: each is checked again right before its own callout, since
+  /// an earlier handler may have removed, invalidated or postponed it, or a nested run may have
+  /// fired it already.
+  func fireTimers(in mode: ModeState) {
+    let now = LoopClock.Instant.now
+    let candidates = lock.withLock { () -> [LoopTimer] in
+      _ = try? mode.timerFD.acknowledge()
+      return mode.timers.due(at: now)
+    }
+    let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
+    for timer in candidates {
+      guard let (firedAt, handler) = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) })
+      else { continue }
+      let began = sink?.now
+      handler(timer)
+      if let sink, let began {
+        sink.record(
+          .timer(timer.traceName, lateness: firedAt.duration(to: began)), since: began)
+      }
+      if timer.interval == nil { timer.invalidate() }
+      lock.withLock { finishFiringLocked(timer, firedAt: firedAt) }
+    }
+    lock.withLock { timersChangedLocked(in: mode) }
+  }
+
+  /// Takes a due timer out of every heap for the length of its callout, so a nested run in
+  /// any mode neither fires it again nor keeps re-arming a timerfd for a date already past.
+  /// Returns the fire date being served and the handler to call, or nil if the timer should
+  /// not fire now.
+  private func beginFiringLocked(
+    _ timer: LoopTimer, in mode: ModeState, now: LoopClock.Instant
+  ) -> (LoopClock.Instant, LoopTimer.Handler)? {
+    guard !timer.isFiring, timer.slots.contains(where: { $0.mode === mode && $0.index != nil })
+    else { return nil }
+    // The handler is copied only when it will be returned: a copy dropped here could be the
+    // last reference (a concurrent invalidate) and would be released under the loop's lock.
+    let fireDate = timer.fireDate
+    guard fireDate <= now, let handler = timer.binding.lock.withLock({ timer.handlerUnlocked })
+    else { return nil }
+    timer.isFiring = true
+    firingTimers.append(timer)
+    counters.timersFired += 1
+    for slot in timer.slots where slot.index != nil {
+      slot.heap.detach(timer)
+      timersChangedLocked(in: slot.mode)
+    }
+    return (fireDate, handler)
+  }
+
+  /// Puts a repeating timer back on its grid (or where its handler moved it) in every mode
+  /// it is in now, including modes it joined during its own callout.
+  private func finishFiringLocked(_ timer: LoopTimer, firedAt: LoopClock.Instant) {
+    timer.isFiring = false
+    firingTimers.removeAll { $0 === timer }
+    guard let interval = timer.interval, timer.isValid else { return }
+    let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Duration) in
+      let current = timer.scheduleUnlocked
+      let next = LoopTimer.nextFireDate(
+        after: firedAt, current: current.fireDate, interval: interval, now: .now)
+      timer.setFireDateUnlocked(next)
+      return (next, current.tolerance)
+    }
+    for slot in timer.slots {
+      if slot.index == nil {
+        slot.heap.reattach(timer, fireDate: date, tolerance: tolerance)
+      } else {
+        slot.heap.update(timer, fireDate: date, tolerance: tolerance)
+      }
+      timersChangedLocked(in: slot.mode)
+    }
+  }
+}
