@@ -127,6 +127,27 @@ extension RunLoopKitTests {
       withExtendedLifetime((repeating, once)) {}
     }
 
+    @Test("Two racing invalidate() calls: cancel runs once, and only after the detach")
+    func racingInvalidations() throws {
+      let cancels = Box(0)
+      let thread = LoopThread { loop in loop.run(in: "idle", for: .seconds(5)) }
+      let source = ManualSource(cancel: { _, _ in cancels.value += 1 }, perform: {})
+      try thread.loop.add(source, to: .default)
+      try thread.loop.add(ManualSource {}, to: "idle")
+      thread.start()
+      // The first call blocks on the loop's lock in its detach while the second one runs.
+      thread.loop.lock.lock()
+      let first = TestThread { source.invalidate() }
+      usleep(50_000)
+      source.invalidate()
+      thread.loop.lock.unlock()
+      first.join()
+      #expect(waitUntil { thread.loop.isWaiting })
+      thread.loop.stop()
+      thread.join()
+      #expect(cancels.value == 1)
+    }
+
     @Test("Thread exit invalidates every item still scheduled and releases its closures")
     func threadExit() throws {
       let canaries = CanaryFactory()
