@@ -48,6 +48,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// Guarded by `binding.lock`; nil once the source is invalid, so what it captured is freed.
   private var storedHandler: Handler?
   let onTeardown: (@Sendable (String) -> Void)?
+  /// The main loop's source on libdispatch's main-queue eventfd (see `Loop+MainQueue.swift`).
+  let isMainQueue: Bool
   let binding = ItemBinding(kind: "DescriptorSource")
   /// Guarded by `binding.lock`.
   private var storedInterest: Events
@@ -74,15 +76,18 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   }
 
   /// `onTeardown` is called (with the thread id) if the owning loop is torn down while the
-  /// source is registered; ports use it to refuse later sends.
+  /// source is registered; ports use it to refuse later sends. `isMainQueue` marks the main
+  /// loop's source on libdispatch's main-queue handle.
   init(
     fileDescriptor: Int32,
     label: String?,
     interest: Events,
     order: Int,
     onTeardown: (@Sendable (String) -> Void)?,
+    isMainQueue: Bool = false,
     handler: @escaping @Sendable (DescriptorSource, Events) -> Void
   ) {
+    self.isMainQueue = isMainQueue
     self.fileDescriptor = fileDescriptor
     self.label = label
     self.storedInterest = interest.intersection([.readable, .writable])

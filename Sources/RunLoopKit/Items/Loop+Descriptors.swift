@@ -98,11 +98,12 @@ extension Loop {
   /// kernel keeps a registration for as long as its *file* is open, not its fd: closed while a
   /// `dup` (or a child process) holds the file, the registration goes on reporting a file
   /// the source can no longer read, level-triggered, on every pass — a 100 % CPU spin. The
-  /// check costs one epoll_ctl per event; ports skip it, since their eventfd is the loop's.
+  /// check costs one epoll_ctl per event; ports and the main queue skip it.
   func isCurrentLocked(
     _ source: DescriptorSource, token: UInt64, in mode: ModeState
   ) -> Bool {
-    if source.isPort { return true }
+    // Ports' eventfds are the library's, the main queue's is libdispatch's: never closed.
+    if source.isPort || source.isMainQueue { return true }
     let fd = source.fileDescriptor
     // A newer source owns the number in this set, so this registration's file is not fd's.
     guard mode.tokenForDescriptor[fd] == token else { return false }

@@ -48,6 +48,19 @@ final class EventFD: @unchecked Sendable {  // fd is immutable; isClosed has one
     }
   }
 
+  /// Resets an eventfd this process uses but does not own (libdispatch's main-queue handle).
+  static func drain(borrowed fd: Int32) {
+    var value: UInt64 = 0
+    _ = try? Syscall.readNonBlocking("read(eventfd)", on: "fd \(fd)") {
+      crl_eventfd_read(fd, &value)
+    }
+  }
+
+  /// Makes an eventfd this process does not own readable again.
+  static func signal(borrowed fd: Int32) {
+    _ = try? Syscall.retryingEINTR("write(eventfd)", on: "fd \(fd)") { crl_eventfd_write(fd, 1) }
+  }
+
   /// Closes the descriptor once every reserved signal has been made. The owner must already
   /// refuse new reservations (it decides that under its lock), so the wait is short.
   func close() {

@@ -186,7 +186,13 @@ extension Loop {
     default:
       result.ready.append(event)
       let source = mode.descriptors[event.token]
-      if source?.isPort == true { causes.port = 1 } else { causes.descriptor = 1 }
+      if source?.isMainQueue == true {
+        causes.mainQueue = 1
+      } else if source?.isPort == true {
+        causes.port = 1
+      } else {
+        causes.descriptor = 1
+      }
       return naming ? source?.wakeCause ?? .unregisteredDescriptor : nil
     }
   }
@@ -199,6 +205,7 @@ extension Loop {
     counters.timeAsleep += slept.start.duration(to: slept.end)
     if causes == WakeCauses() { causes.timeout = 1 }
     counters.wakes.port += causes.port
+    counters.wakes.mainQueue += causes.mainQueue
     counters.wakes.descriptor += causes.descriptor
     counters.wakes.timer += causes.timer
     counters.wakes.wakeUp += causes.wakeUp

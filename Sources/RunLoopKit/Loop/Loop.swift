@@ -71,6 +71,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var tracerToken: UInt64 = 0
   /// Mirrors `tracer != nil`, so an untraced loop checks it without taking the lock.
   let tracing = Atomic<Bool>(false)
+  /// `Loop.main` only: whether it watches the main dispatch queue, and whether it is serving it.
+  var mainQueue = MainQueueState()
 
   struct RunFrame {
     let mode: Mode
@@ -116,7 +118,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// the thread exits: manual sources are cancelled, descriptors unregistered, fds closed.
   public static var current: Loop { LoopRegistry.shared.current() }
 
-  /// The main thread's loop, from any thread.
+  /// The main thread's loop, from any thread. When the main thread runs it, it also serves
+  /// `DispatchQueue.main` and the main actor in its common modes, as CFRunLoop does for
+  /// Foundation's `RunLoop.main` (see `Loop+MainQueue.swift` and the Swift concurrency article).
   public static var main: Loop { LoopRegistry.shared.main() }
 
   // MARK: - Running
@@ -160,6 +164,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     _ name: Mode, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool
   ) -> RunResult {
     requireOwnThread(for: "run(in: \(name))")
+    serveMainQueueIfMainThread()
     // An empty (or missing) mode returns at once without telling any observer, as in CF.
     guard let mode = lock.withLock({ liveModeLocked(name) }) else {
       traceSink(name, runsBelow: 1)?.record(.returned(.finished))

@@ -85,11 +85,13 @@ extension DescriptorSource {
 
   /// What the trace says when this source's descriptor ended a wait.
   var wakeCause: LoopTracer.WakeCause {
-    isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor)
+    if isMainQueue { return .mainQueue }
+    return isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor)
   }
 
   /// What the trace says when this source's handler ran with `events`.
   func traceKind(_ events: Events) -> LoopTracer.Kind {
-    isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor, events: events)
+    if isMainQueue { return .mainQueue }
+    return isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor, events: events)
   }
 }

@@ -32,6 +32,8 @@ extension Loop {
   public struct WakeCauses: Sendable, Equatable {
     /// A `LoopPort` received a message.
     public var port: UInt64 = 0
+    /// The main dispatch queue got work (`Loop.main` only).
+    public var mainQueue: UInt64 = 0
     /// Another descriptor source became ready.
     public var descriptor: UInt64 = 0
     /// The mode's timer went off.

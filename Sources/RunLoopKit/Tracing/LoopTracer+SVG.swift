@@ -241,6 +241,7 @@ struct SwimLaneCanvas {
     case .timer(let name, _): name
     case .descriptor(let name, _, let events): "\(name) \(events)"
     case .port(let name): name
+    case .mainQueue: "main queue"
     case .spun(let causes):
       "spun \(LoopTracer.format(event.duration))"
         + (causes.isEmpty ? "" : " → " + causes.map(\.description).joined(separator: " + "))

@@ -117,7 +117,7 @@ extension LoopTracer.Event {
     case .manualSource: .sources
     case .blocks: .blocks
     case .slept, .spun: .waiting
-    case .descriptor, .port: .descriptors
+    case .descriptor, .port, .mainQueue: .descriptors
     }
   }
 
@@ -150,6 +150,8 @@ extension LoopTracer.Event {
       (name == "fd \(fd)" ? name : "\"\(name)\" (fd \(fd))") + " is \(events)"
     case .port(let name):
       (name == "port" ? name : "port \"\(name)\"") + " delivered its messages"
+    case .mainQueue:
+      "served the main queue (DispatchQueue.main blocks, @MainActor jobs)"
     case .slept(let causes):
       "slept \(LoopTracer.format(duration)), woken by "
         + causes.map(\.description).joined(separator: " + ")

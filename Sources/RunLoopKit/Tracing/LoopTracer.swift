@@ -49,6 +49,9 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     case descriptor(String, fd: Int32, events: DescriptorSource.Events)
     /// A port's handler took its messages.
     case port(String)
+    /// `Loop.main` served the main dispatch queue: `DispatchQueue.main` blocks and
+    /// `@MainActor` jobs ran.
+    case mainQueue
     /// The loop blocked in `epoll_wait`; the event's duration is how long it slept.
     case slept(wokenBy: [WakeCause])
     /// Under a spinning `Loop.WaitPolicy`, the loop polled instead of sleeping; the duration
@@ -69,6 +72,9 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     case wakeUp
     /// Nothing: the run's deadline passed.
     case deadline
+    /// The main dispatch queue got work (`DispatchQueue.main`, a `@MainActor` job); only
+    /// `Loop.main` watches it.
+    case mainQueue
     /// A descriptor the loop no longer has a source for (its fd was closed while the file
     /// stayed open elsewhere); the loop rebuilds that mode's epoll set.
     case unregisteredDescriptor
@@ -80,6 +86,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       case .timer: "timer"
       case .wakeUp: "wake-up"
       case .deadline: "deadline"
+      case .mainQueue: "main queue"
       case .unregisteredDescriptor: "an unregistered descriptor"
       }
     }

@@ -1,0 +1,71 @@
+import CRunLoopShims
+
+/// `Loop.main` serves the main dispatch queue, as CFRunLoop does on Linux: `DispatchQueue.main`
+/// blocks and `@MainActor` jobs (the main actor's executor is the main queue) run while
+/// `Loop.main` runs in a common mode, so a program can run `Loop.main` instead of
+/// `dispatchMain()` and lose neither.
+///
+/// How: the first time the main thread runs its loop, libdispatch's main-queue eventfd is added
+/// as a descriptor source to `.common`. Like CF's dispatch port it therefore
+/// - wakes the loop only in common modes: a nested run in a mode outside the common set (a
+///   "tracking" mode) holds main-queue work back until a common mode runs again;
+/// - keeps the common modes of the main loop alive, so `Loop.main.run()` does not return
+///   `.finished` (CF: `__CFRunLoopModeIsEmpty` answers no for them);
+/// - is served once per wake, after timers and before other descriptors, one batch at a time
+///   (a block queued by a main-queue block runs on the next pass);
+/// - is never served re-entrantly: a nested run inside a main-queue block leaves it alone and
+///   the outer serve re-arms it when it returns (libdispatch's drain is not re-entrant).
+extension Loop {
+  /// Adds the main-queue source the first time the main thread runs its loop. No-op on every
+  /// other thread and on later runs.
+  func serveMainQueueIfMainThread() {
+    guard crl_is_main_thread() != 0 else { return }
+    let fd = lock.withLock { () -> Int32? in
+      guard !mainQueue.installed, !tornDown else { return nil }
+      mainQueue.installed = true
+      return MainQueueHooks.handle
+    }
+    guard let fd else { return }
+    let source = DescriptorSource(
+      fileDescriptor: fd, label: "main queue", interest: .readable, order: .min,
+      onTeardown: nil, isMainQueue: true
+    ) { [weak self] _, _ in self?.serveMainQueue(fd) }
+    do {
+      try add(source, to: .common)
+    } catch {
+      preconditionFailure("RunLoopKit could not watch the main dispatch queue (fd \(fd)): \(error)")
+    }
+  }
+
+  /// Runs the main-queue blocks queued so far. The eventfd is reset first, so work queued by
+  /// these blocks wakes the loop again.
+  private func serveMainQueue(_ fd: Int32) {
+    EventFD.drain(borrowed: fd)
+    let nested = lock.withLock { () -> Bool in
+      if mainQueue.serving {
+        mainQueue.missed = true
+        return true
+      }
+      mainQueue.serving = true
+      return false
+    }
+    guard !nested else { return }
+    MainQueueHooks.drain()
+    let missed = lock.withLock { () -> Bool in
+      mainQueue.serving = false
+      defer { mainQueue.missed = false }
+      return mainQueue.missed
+    }
+    // A nested run saw the queue get work while this serve was under way: wake for it again.
+    if missed { EventFD.signal(borrowed: fd) }
+  }
+
+  /// The main loop's main-queue state. Guarded by the loop's lock.
+  struct MainQueueState {
+    var installed = false
+    /// True while `_dispatch_main_queue_callback_4CF` runs.
+    var serving = false
+    /// A nested run reset the eventfd while `serving`: re-arm it when the serve returns.
+    var missed = false
+  }
+}
