@@ -279,7 +279,8 @@ extension Loop {
         mode.close()
       }
       items += commonItems.removeAll()
-      let retired: [Any] = [Array(modes.values), blocks, firingTimers]
+      let retired: [Any] = [Array(modes.values), blocks, firingTimers, executorStorage as Any]
+      executorStorage = nil
       modes = [:]
       blocks = []
       firingTimers = []

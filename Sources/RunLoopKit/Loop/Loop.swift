@@ -73,6 +73,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let tracing = Atomic<Bool>(false)
   /// `Loop.main` only: whether it watches the main dispatch queue, and whether it is serving it.
   var mainQueue = MainQueueState()
+  /// The executor once handed out; dropped at teardown (it holds the loop strongly).
+  var executorStorage: LoopExecutor?
 
   struct RunFrame {
     let mode: Mode
@@ -128,6 +130,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Runs the loop in `mode` until `duration` has passed, it is stopped, the mode is empty,
   /// or (optionally) a source has been handled. A zero duration does exactly one pass and
   /// never sleeps. Call only on the loop's own thread.
+  @available(
+    *, noasync,
+    message:
+      "Loop.run blocks its thread until the run ends; from async code, await work on the loop's thread instead (loop.perform, ResidentThread.run) and let that thread run its loop"
+  )
   @discardableResult
   public func run(
     in mode: Mode = .default, for duration: Duration, returnAfterSourceHandled: Bool = false
@@ -137,6 +144,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   /// Runs the loop in `mode` until `deadline`, or until stopped, empty or a source is handled.
+  @available(
+    *, noasync,
+    message:
+      "Loop.run blocks its thread until the run ends; from async code, await work on the loop's thread instead (loop.perform, ResidentThread.run) and let that thread run its loop"
+  )
   @discardableResult
   public func run(
     in mode: Mode = .default, until deadline: LoopClock.Instant,
@@ -146,6 +158,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   /// Runs the loop in `mode` with no deadline: until stopped, empty or a source is handled.
+  @available(
+    *, noasync,
+    message:
+      "Loop.run blocks its thread until the run ends; from async code, await work on the loop's thread instead (loop.perform, ResidentThread.run) and let that thread run its loop"
+  )
   @discardableResult
   public func run(in mode: Mode, returnAfterSourceHandled: Bool = false) -> RunResult {
     runMode(mode, until: nil, returnAfterSourceHandled: returnAfterSourceHandled)
@@ -153,6 +170,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
   /// Runs the default mode over and over until a run returns `.stopped` or `.finished`
   /// (CFRunLoopRun). Returns at once if the default mode is empty.
+  @available(
+    *, noasync,
+    message:
+      "Loop.run blocks its thread until the run ends; from async code, await work on the loop's thread instead (loop.perform, ResidentThread.run) and let that thread run its loop"
+  )
   public func run() {
     while true {
       let result = runMode(.default, until: nil, returnAfterSourceHandled: false)

@@ -39,6 +39,11 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
     return loop
   }
 
+  /// The calling thread's loop if it has one already (none is created).
+  func existingLoop() -> Loop? {
+    pthread_getspecific(key).map { Unmanaged<Loop>.fromOpaque($0).takeUnretainedValue() }
+  }
+
   func main() -> Loop {
     if crl_is_main_thread() != 0 { return current() }
     let mainThread = crl_main_thread()

@@ -22,10 +22,11 @@ import Glibc
 public final class ResidentThread: Sendable {
   let core: ResidentThreadCore
 
-  /// A serial and task executor that runs jobs on this thread: give an actor
+  /// A serial and task executor that runs jobs on this thread — its loop's `Loop.executor`:
+  /// give an actor
   /// `nonisolated var unownedExecutor: UnownedSerialExecutor { thread.executor.asUnownedSerialExecutor() }`
   /// or pass it to `Task(executorPreference:)`. Keep the `ResidentThread` alive while it is used.
-  public let executor: ResidentThreadExecutor
+  public let executor: LoopExecutor
 
   /// Starts the thread and returns once its loop is running.
   ///
@@ -45,8 +46,8 @@ public final class ResidentThread: Sendable {
       name: name, stackSize: stackSize, niceness: niceness, cpuAffinity: cpuAffinity,
       waitPolicy: waitPolicy)
     core = ResidentThreadCore(configuration: configuration)
-    executor = ResidentThreadExecutor(core: core)
     try core.start()
+    executor = core.loop.executor
   }
 
   deinit {

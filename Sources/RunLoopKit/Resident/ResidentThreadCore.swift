@@ -145,17 +145,6 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     }
   }
 
-  /// Queues an executor job. Unlike `perform`, this is still accepted while the thread is
-  /// stopping: a task that was already running on the thread must be able to resume there.
-  func enqueueJob(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
-    try lock.withLock { () throws(LoopError) in
-      guard state == .running || state == .stopping, let storedLoop else {
-        throw .stopped(thread: name)
-      }
-      try storedLoop.perform(block)
-    }
-  }
-
   /// Asks the thread to finish the work already accepted, then end. Idempotent; any thread.
   /// The stop block runs in whichever mode the loop runs next, so a nested run in a mode that
   /// is not common cannot hold the thread up.
