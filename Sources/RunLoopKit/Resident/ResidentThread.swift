@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// A thread kept alive by its own run loop, ready for work at any time: the pattern iOS code
 /// builds from `NSThread` + `NSRunLoop` + a dummy `NSMachPort`, done once and done right.
@@ -99,14 +100,32 @@ public final class ResidentThread: Sendable {
   }
 
   /// Runs `body` on the thread without blocking the caller's thread while it waits.
-  /// - Throws: what `body` throws, or `LoopError.stopped` if the thread no longer accepts work.
+  ///
+  /// Cancellation: a task cancelled before `body` starts on the thread gets `CancellationError`
+  /// and `body` never runs. Once `body` has started it runs to the end (it is synchronous, on a
+  /// thread outside the task).
+  /// - Throws: what `body` throws, `CancellationError`, or `LoopError.stopped` if the thread no
+  ///   longer accepts work.
   public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-      do throws(LoopError) {
-        try core.perform { continuation.resume(with: Result { try body() }) }
-      } catch {
-        continuation.resume(throwing: error)
+    try Task.checkCancellation()
+    let cancelled = CancellationFlag()
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        do throws(LoopError) {
+          try core.perform {
+            // Checked on the thread, right before the body: a cancel that lands while the
+            // block waits in the queue prevents the body.
+            guard !cancelled.isSet else {
+              return continuation.resume(throwing: CancellationError())
+            }
+            continuation.resume(with: Result { try body() })
+          }
+        } catch {
+          continuation.resume(throwing: error)
+        }
       }
+    } onCancel: {
+      cancelled.set()
     }
   }
 
@@ -166,4 +185,11 @@ private final class Handoff<T>: @unchecked Sendable {  // fields guarded by `loc
       return result!
     }.get()
   }
+}
+
+/// Set by a task's cancellation handler, read on the resident thread.
+private final class CancellationFlag: Sendable {
+  private let flag = Atomic<Bool>(false)
+  var isSet: Bool { flag.load(ordering: .acquiring) }
+  func set() { flag.store(true, ordering: .releasing) }
 }
