@@ -40,7 +40,7 @@ extension Loop {
   /// Runs the main-queue blocks queued so far. The eventfd is reset first, so work queued by
   /// these blocks wakes the loop again.
   private func serveMainQueue(_ fd: Int32) {
-    EventFD.drain(borrowed: fd)
+    _ = try? EventFD.drain(fd)
     let nested = lock.withLock { () -> Bool in
       if mainQueue.serving {
         mainQueue.missed = true
@@ -57,7 +57,7 @@ extension Loop {
       return mainQueue.missed
     }
     // A nested run saw the queue get work while this serve was under way: wake for it again.
-    if missed { EventFD.signal(borrowed: fd) }
+    if missed { try? EventFD.signal(fd) }
   }
 
   /// The main loop's main-queue state. Guarded by the loop's lock.

@@ -117,16 +117,11 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// and whatever it captured, is released once every lock is let go. A handler call already
   /// under way on the loop's thread finishes.
   public func invalidate() {
-    invalidateReleasing { () -> Handler? in
-      defer { storedHandler = nil }
-      return storedHandler
-    }
+    invalidateReleasing { storedHandler.take() }
   }
 
   /// The handler while the source is valid, nil after it was invalidated.
-  var handler: Handler? {
-    binding.lock.withLock { binding.isValidUnlocked ? storedHandler : nil }
-  }
+  var handler: Handler? { binding.whileValid { storedHandler } }
 
   /// The interest as an epoll mask; the caller must hold `binding.lock`.
   var epollMaskUnlocked: UInt32 {

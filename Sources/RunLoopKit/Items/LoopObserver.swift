@@ -36,14 +36,9 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   /// Removes the observer from every mode; it is never told anything again. Its handler, and
   /// whatever the handler captured, is released once every lock is let go.
   public func invalidate() {
-    invalidateReleasing { () -> Handler? in
-      defer { storedHandler = nil }
-      return storedHandler
-    }
+    invalidateReleasing { storedHandler.take() }
   }
 
   /// The handler while the observer is valid, nil after it was invalidated.
-  var handler: Handler? {
-    binding.lock.withLock { binding.isValidUnlocked ? storedHandler : nil }
-  }
+  var handler: Handler? { binding.whileValid { storedHandler } }
 }

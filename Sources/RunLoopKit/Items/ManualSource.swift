@@ -75,8 +75,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   public func invalidate() {
     invalidateReleasing { () -> Callbacks? in
       signalled = false
-      defer { callbacks = nil }
-      return callbacks
+      return callbacks.take()
     }
   }
 

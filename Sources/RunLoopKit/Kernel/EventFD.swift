@@ -20,7 +20,11 @@ final class EventFD: @unchecked Sendable {  // fd is immutable; isClosed has one
   private let signalsInFlight = Atomic<Int>(0)
 
   /// Adds one to the counter, which makes the descriptor readable.
-  func signal() throws(LoopError) {
+  func signal() throws(LoopError) { try EventFD.signal(fd) }
+
+  /// `signal()` on any eventfd, including one this process does not own (libdispatch's
+  /// main-queue handle).
+  static func signal(_ fd: Int32) throws(LoopError) {
     try Syscall.retryingEINTR("write(eventfd)", on: "fd \(fd)") { crl_eventfd_write(fd, 1) }
   }
 
@@ -41,24 +45,15 @@ final class EventFD: @unchecked Sendable {  // fd is immutable; isClosed has one
 
   /// Resets the counter; returns whether it was set.
   @discardableResult
-  func drain() throws(LoopError) -> Bool {
+  func drain() throws(LoopError) -> Bool { try EventFD.drain(fd) }
+
+  /// `drain()` on any eventfd, including one this process does not own.
+  @discardableResult
+  static func drain(_ fd: Int32) throws(LoopError) -> Bool {
     var value: UInt64 = 0
     return try Syscall.readNonBlocking("read(eventfd)", on: "fd \(fd)") {
       crl_eventfd_read(fd, &value)
     }
-  }
-
-  /// Resets an eventfd this process uses but does not own (libdispatch's main-queue handle).
-  static func drain(borrowed fd: Int32) {
-    var value: UInt64 = 0
-    _ = try? Syscall.readNonBlocking("read(eventfd)", on: "fd \(fd)") {
-      crl_eventfd_read(fd, &value)
-    }
-  }
-
-  /// Makes an eventfd this process does not own readable again.
-  static func signal(borrowed fd: Int32) {
-    _ = try? Syscall.retryingEINTR("write(eventfd)", on: "fd \(fd)") { crl_eventfd_write(fd, 1) }
   }
 
   /// Closes the descriptor once every reserved signal has been made. The owner must already

@@ -52,11 +52,7 @@ extension Loop {
   ) -> (LoopClock.Instant, LoopTimer.Handler)? {
     guard !timer.isFiring, timer.slots.contains(where: { $0.mode === mode && $0.index != nil })
     else { return nil }
-    // The handler is copied only when it will be returned: a copy dropped here could be the
-    // last reference (a concurrent invalidate) and would be released under the loop's lock.
-    let fireDate = timer.fireDate
-    guard fireDate <= now, let handler = timer.binding.lock.withLock({ timer.handlerUnlocked })
-    else { return nil }
+    guard let (fireDate, handler) = timer.dueHandler(at: now) else { return nil }
     timer.isFiring = true
     firingTimers.append(timer)
     counters.timersFired += 1

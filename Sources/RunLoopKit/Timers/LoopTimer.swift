@@ -142,14 +142,18 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// whatever the handler captured. Safe from any thread, including its own handler (whose
   /// call finishes).
   public func invalidate() {
-    invalidateReleasing { () -> Handler? in
-      defer { storedHandler = nil }
-      return storedHandler
-    }
+    invalidateReleasing { storedHandler.take() }
   }
 
-  /// The handler while the timer is valid; the caller must hold `binding.lock`.
-  var handlerUnlocked: Handler? { binding.isValidUnlocked ? storedHandler : nil }
+  /// The fire date and the handler if the timer is valid and due at `now`, read in one hold
+  /// of `binding.lock`; nil otherwise (and then no copy of the handler is made, which could
+  /// otherwise be its last reference and be released under the caller's lock).
+  func dueHandler(at now: LoopClock.Instant) -> (fireDate: LoopClock.Instant, handler: Handler)? {
+    binding.whileValid {
+      guard storedFireDate <= now, let storedHandler else { return nil }
+      return (storedFireDate, storedHandler)
+    }
+  }
 
   /// Fire date and tolerance read together; the caller must hold `binding.lock`.
   var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Duration) {
