@@ -5,6 +5,9 @@ let package = Package(
   name: "RunLoopKit",
   products: [
     .library(name: "RunLoopKit", targets: ["RunLoopKit"]),
+    // Opt-in: Task.sleep on loop timers and Loop.main as the program's main executor. Uses
+    // experimental _Concurrency interfaces (SPI), so it is kept out of the main product.
+    .library(name: "RunLoopKitExecutors", targets: ["RunLoopKitExecutors"]),
     .executable(name: "runloop-demo", targets: ["runloop-demo"]),
     .executable(name: "runloop-bench", targets: ["runloop-bench"]),
   ],
@@ -15,6 +18,11 @@ let package = Package(
       name: "RunLoopKit",
       dependencies: ["CRunLoopShims"],
       path: "Sources/RunLoopKit"
+    ),
+    .target(
+      name: "RunLoopKitExecutors",
+      dependencies: ["RunLoopKit"],
+      path: "Sources/RunLoopKitExecutors"
     ),
     // The demo's scenarios, in a library so the tests can check what each one traces.
     .target(
@@ -38,6 +46,13 @@ let package = Package(
       name: "RunLoopKitTests",
       dependencies: ["RunLoopKit", "RunLoopDemos", "CRunLoopShims"],
       path: "Tests/RunLoopKitTests"
+    ),
+    // Separate from RunLoopKitTests: the executors' conformances are process-wide, and the
+    // plain product's tests must run without them.
+    .testTarget(
+      name: "RunLoopKitExecutorsTests",
+      dependencies: ["RunLoopKitExecutors", "RunLoopKit", "CRunLoopShims"],
+      path: "Tests/RunLoopKitExecutorsTests"
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -1,0 +1,35 @@
+import RunLoopKit
+
+/// The job of one `Task.sleep` waiting on a loop timer.
+///
+/// If the loop's thread exits before the timer fires, the timer is invalidated and this object
+/// is released without `fire()`. The job still runs then, in `deinit`, on the exiting thread:
+/// a sleep that was cancelled finishes quietly (the task already resumed), and a task still
+/// asleep tries to resume on the dead loop, whose executor traps with a message, rather than
+/// hanging for ever unseen.
+final class PendingSleep: @unchecked Sendable {  // job is taken once, on the loop's thread
+  private var job: UnownedJob?
+  private let executor: LoopExecutor
+
+  init(job: UnownedJob, executor: LoopExecutor) {
+    self.job = job
+    self.executor = executor
+  }
+
+  /// Runs the job on the loop's thread, as the executor runs any job.
+  func fire() {
+    guard let job = job.take() else { return }
+    job.runSynchronously(
+      isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor()
+    )
+  }
+
+  deinit { fire() }
+}
+
+extension Optional {
+  fileprivate mutating func take() -> Wrapped? {
+    defer { self = nil }
+    return self
+  }
+}
