@@ -10,6 +10,7 @@ let package = Package(
     .library(name: "RunLoopKitExecutors", targets: ["RunLoopKitExecutors"]),
     .executable(name: "runloop-demo", targets: ["runloop-demo"]),
     .executable(name: "runloop-bench", targets: ["runloop-bench"]),
+    .executable(name: "loop-main-example", targets: ["loop-main-example"]),
   ],
   targets: [
     // The kernel interfaces Glibc does not import: epoll, eventfd, timerfd, thread helpers.
@@ -34,6 +35,14 @@ let package = Package(
       name: "runloop-demo",
       dependencies: ["RunLoopDemos", "RunLoopKit"],
       path: "Sources/runloop-demo"
+    ),
+    // A program whose main executor is Loop.main. The flag makes Swift 6.3 honour its
+    // `typealias DefaultExecutorFactory` (see the README); only this example needs it.
+    .executableTarget(
+      name: "loop-main-example",
+      dependencies: ["RunLoopKitExecutors", "RunLoopKit"],
+      path: "Examples/loop-main",
+      swiftSettings: [.unsafeFlags(["-Xfrontend", "-disable-availability-checking"])]
     ),
     // The C floors the benchmark measures against (eventfd+epoll, condvar, spinning).
     .target(name: "CBenchBaselines", path: "Benchmarks/CBaselines"),

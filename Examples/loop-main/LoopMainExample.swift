@@ -1,0 +1,101 @@
+// A program whose main executor is Loop.main (RunLoopKitExecutors' LoopExecutorFactory).
+// Built with `-Xfrontend -disable-availability-checking` (see Package.swift and the README):
+// without it the compiler ignores the typealias below, and `requireInstalled()` says so.
+import Dispatch
+import Glibc
+import RunLoopKit
+import RunLoopKitExecutors
+
+typealias DefaultExecutorFactory = LoopExecutorFactory
+
+@main
+struct LoopMainExample {
+  static func main() async throws {
+    if CommandLine.arguments.contains("--check-only") {
+      print("factory installed: \(LoopExecutorFactory.isInstalled)")
+      return
+    }
+    LoopExecutorFactory.requireInstalled()
+    report("main task")
+
+    // @MainActor code: the main actor is Loop.main's executor.
+    await MainActor.run { report("@MainActor") }
+
+    // Task.sleep from main-actor code, timed by Loop.main's timers (the sleep prefers the main
+    // executor; see the README on Task.sleep).
+    let firedBefore = Loop.main.metrics.timersFired
+    try await withTaskExecutorPreference(Loop.main.executor) {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    report("Task.sleep(20 ms), \(Loop.main.metrics.timersFired - firedBefore) Loop.main timer")
+
+    // A LoopTimer and a descriptor source on Loop.main, and a DispatchQueue.main block.
+    try await waitForTimer()
+    try await waitForDescriptor()
+    await withCheckedContinuation { continuation in
+      DispatchQueue.main.async {
+        report("DispatchQueue.main")
+        continuation.resume()
+      }
+    }
+
+    report("main returns")
+  }
+
+  static func waitForTimer() async throws {
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<Void, any Error>) in
+      do {
+        let timer = try LoopTimer(label: "example timer", after: .milliseconds(10)) { _ in
+          report("LoopTimer")
+          continuation.resume()
+        }
+        try Loop.main.add(timer, to: .common)
+      } catch {
+        continuation.resume(throwing: error)
+      }
+    }
+  }
+
+  static func waitForDescriptor() async throws {
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { throw ExampleError(code: 2) }
+    let (readEnd, writeEnd) = (fds[0], fds[1])
+    defer {
+      close(readEnd)
+      close(writeEnd)
+    }
+    try await withCheckedThrowingContinuation {
+      (continuation: CheckedContinuation<Void, any Error>) in
+      let source = DescriptorSource(fileDescriptor: readEnd, label: "pipe") { source, _ in
+        var byte: UInt8 = 0
+        _ = read(readEnd, &byte, 1)
+        source.invalidate()
+        report("DescriptorSource (byte \(byte) from another thread)")
+        continuation.resume()
+      }
+      do {
+        try Loop.main.add(source, to: .common)
+      } catch {
+        return continuation.resume(throwing: error)
+      }
+      // Written from a Dispatch worker: the main thread is asleep in Loop.main until it lands.
+      DispatchQueue.global().async {
+        var byte: UInt8 = 42
+        _ = write(writeEnd, &byte, 1)
+      }
+    }
+  }
+}
+
+struct ExampleError: Error, CustomStringConvertible {
+  let code: Int32
+  var description: String { "example failure \(code)" }
+}
+
+/// One line per step: what ran, and whether it ran on the main thread inside Loop.main.
+@Sendable func report(_ step: String) {
+  let onMain = Loop.main.isCurrent ? "main thread" : "thread \(pthread_self())"
+  let running = Loop.main.currentMode.map { "Loop.main running \($0)" } ?? "Loop.main not running"
+  print("\(step): \(onMain), \(running)")
+}

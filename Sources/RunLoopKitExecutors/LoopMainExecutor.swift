@@ -1,0 +1,101 @@
+import CRunLoopShims
+import RunLoopKit
+import Synchronization
+// Experimental toolchain interface: `MainExecutor` / `RunLoopExecutor`, behind
+// `@_spi(ExperimentalCustomExecutors)` in `_Concurrency` (SE-0505's companion, in review).
+// Checked on Swift 6.3.1 (swift-6.3.1-RELEASE, x86_64 Linux).
+@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+
+/// The main actor's executor when a program opts in with `LoopExecutorFactory`: `@MainActor`
+/// jobs are `Loop.main` perform blocks in its common modes, and the runtime's main loop is
+/// `Loop.main.run()`.
+///
+/// `Loop.main` goes on serving `DispatchQueue.main` as well (see `Loop.main`): blocks sent to
+/// the main queue and jobs sent to the main actor share the main thread, and both wait while a
+/// nested run is in a mode outside the common set.
+///
+/// Mirrors what CFRunLoop is on Darwin — the run loop that drives the main thread — made
+/// explicit: the runtime asks this executor to run, rather than draining the main queue itself.
+public final class LoopMainExecutor: SerialExecutor, Sendable {
+  /// The executor the factory installs; the runtime holds on to it for the program's life.
+  public static let shared = LoopMainExecutor()
+
+  /// `Loop.main`'s own executor, so an actor pinned to `Loop.main.executor` and the main actor
+  /// share one queue and one isolation check.
+  let loopExecutor: LoopExecutor
+  /// Counts the `runUntil` calls under way, which want the loop back after each job.
+  private let untilDepth = Atomic<Int>(0)
+
+  private init() { loopExecutor = Loop.main.executor }
+
+  // MARK: RunLoopExecutor
+
+  /// Runs `Loop.main` in its default mode until `stop()`. The runtime calls this on the main
+  /// thread once the program's main task has been enqueued; an `async` main ends the program
+  /// with `exit` when it returns, so this need not return.
+  public func run() throws {
+    requireMainThread("run()")
+    Loop.main.run()
+  }
+
+  /// Runs `Loop.main` until `condition` holds, checking it before the first pass and after
+  /// every main-actor job (a loop callback that changes what `condition` reads should be
+  /// followed by a main-actor job or a `stop()` to have it seen).
+  public func runUntil(_ condition: () -> Bool) throws {
+    requireMainThread("runUntil(_:)")
+    untilDepth.add(1, ordering: .relaxed)
+    defer { untilDepth.subtract(1, ordering: .relaxed) }
+    while !condition() { Loop.main.run(in: .default) }
+  }
+
+  /// Ends `run()` (and makes a `runUntil` look at its condition again). Safe from any thread.
+  /// Queued like a job, so unlike `Loop.stop()` a stop made just before the loop starts
+  /// running is not lost: it ends the run that follows.
+  public func stop() {
+    try? Loop.main.perform { Loop.main.stop() }
+  }
+
+  // MARK: SerialExecutor
+
+  public func enqueue(_ job: consuming ExecutorJob) {
+    let unowned = UnownedJob(job)
+    let serial = asUnownedSerialExecutor()
+    do throws(LoopError) {
+      try Loop.main.perform {
+        unowned.runSynchronously(on: serial)
+        // A runUntil is waiting for some job to make its condition true: give it a look.
+        if self.untilDepth.load(ordering: .relaxed) > 0 { Loop.main.stop() }
+      }
+    } catch {
+      fatalError(
+        "RunLoopKit: a main-actor job was enqueued after the main thread's loop was torn down (\(error))."
+      )
+    }
+  }
+
+  public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    UnownedSerialExecutor(ordinary: self)
+  }
+
+  public func checkIsolated() { loopExecutor.checkIsolated() }
+
+  public func isIsolatingCurrentContext() -> Bool? { Loop.main.isCurrent }
+
+  private func requireMainThread(_ what: String) {
+    precondition(
+      crl_is_main_thread() != 0,
+      "LoopMainExecutor.\(what) was called off the main thread; only the Swift runtime (or "
+        + "code on the main thread) runs the main executor.")
+  }
+}
+
+@_spi(ExperimentalCustomExecutors) extension LoopMainExecutor: MainExecutor {}
+
+/// A sleep that prefers the main executor is timed by `Loop.main`'s timers.
+@_spi(ExperimentalScheduling) extension LoopMainExecutor: SchedulingExecutor {
+  public func enqueue<C: Clock>(
+    _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
+  ) {
+    loopExecutor.enqueue(job, at: instant, tolerance: tolerance, clock: clock)
+  }
+}

@@ -1,0 +1,77 @@
+import RunLoopKit
+@_spi(ExperimentalCustomExecutors) import RunLoopKitExecutors
+import Synchronization
+import XCTest
+
+/// An actor whose executor is the main executor the factory installs.
+actor OnLoopMain {
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    LoopMainExecutor.shared.asUnownedSerialExecutor()
+  }
+  var calls = 0
+  func call() -> Bool {
+    calls += 1
+    return Loop.main.isCurrent && Loop.main.currentMode != nil
+  }
+}
+
+final class Progress: Sendable {
+  let offLoop = Atomic<Bool>(false)
+}
+
+/// `LoopMainExecutor` driven by hand on the real main thread (XCTest runs test methods there),
+/// the way the runtime drives it when the factory is installed.
+final class LoopMainExecutorTests: XCTestCase {
+  func test_64_runUntilServesJobsUntilConditionHolds() throws {
+    let actor = OnLoopMain()
+    let progress = Progress()
+    for _ in 0..<4 {
+      Task.detached {
+        for _ in 0..<250 {
+          let onLoop = await actor.call()
+          if !onLoop { progress.offLoop.store(true, ordering: .relaxed) }
+        }
+      }
+    }
+    // The condition reads the actor's state, changed only by jobs on this executor, so it is
+    // checked after each of them; assumeIsolated holds on the main thread.
+    try LoopMainExecutor.shared.runUntil { actor.assumeIsolated { $0.calls } == 1000 }
+    XCTAssertFalse(progress.offLoop.load(ordering: .relaxed), "a job ran outside Loop.main")
+  }
+
+  func test_64_isolationHoldsOnMainThreadOnly() throws {
+    XCTAssertEqual(LoopMainExecutor.shared.isIsolatingCurrentContext(), true)
+    let elsewhere = try runUntilValue {
+      await Task.detached { LoopMainExecutor.shared.isIsolatingCurrentContext() }.value
+    }
+    XCTAssertEqual(elsewhere, false)
+  }
+
+  func test_64_stopEndsRun() throws {
+    // A job that stops the executor: run() returns once it has run.
+    let actor = OnLoopMain()
+    Task.detached {
+      _ = await actor.call()
+      LoopMainExecutor.shared.stop()
+    }
+    try LoopMainExecutor.shared.run()
+    let calls = try runUntilValue { await actor.calls }
+    XCTAssertEqual(calls, 1)
+  }
+
+  /// Runs the main executor until `body`, run in a detached task, has produced its value.
+  private func runUntilValue<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
+    let result = Box<T>()
+    Task.detached {
+      let value = await body()
+      result.value.withLock { $0 = value }
+      LoopMainExecutor.shared.stop()  // wakes the loop so runUntil looks again
+    }
+    try LoopMainExecutor.shared.runUntil { result.value.withLock { $0 != nil } }
+    return result.value.withLock { $0! }
+  }
+}
+
+final class Box<T: Sendable>: Sendable {
+  let value = Mutex<T?>(nil)
+}
