@@ -48,7 +48,7 @@ let package = Package(
     .target(name: "CBenchBaselines", path: "Benchmarks/CBaselines"),
     .executableTarget(
       name: "runloop-bench",
-      dependencies: ["RunLoopKit", "CBenchBaselines", "CRunLoopShims"],
+      dependencies: ["RunLoopKit", "RunLoopKitExecutors", "CBenchBaselines", "CRunLoopShims"],
       path: "Benchmarks/runloop-bench"
     ),
     .testTarget(

@@ -11,6 +11,7 @@ struct Report: Codable {
   var threads: ThreadCostResult?
   var timerScale: TimerScaleResult?
   var timerLateness: [LatenessResult] = []
+  var sleepLateness: [LatenessResult] = []
   var tracer: TracerCostResult?
   var targets: [TargetCheck] = []
 }
@@ -122,6 +123,16 @@ extension Report {
     if !timerLateness.isEmpty {
       print("\nLateness of a 1 ms repeating timer\n")
       for result in timerLateness {
+        let d = result.distribution
+        print(
+          pad(result.name, 30)
+            + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
+        )
+      }
+    }
+    if !sleepLateness.isEmpty {
+      print("\nLateness of Task.sleep(until: 1 ms ahead), alternating rounds\n")
+      for result in sleepLateness {
         let d = result.distribution
         print(
           pad(result.name, 30)

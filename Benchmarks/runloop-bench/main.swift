@@ -36,6 +36,7 @@ if options.wants("threads") {
 if options.wants("timers") {
   report.timerScale = try TimerStudy.scale(options, progress: progress)
   report.timerLateness = try TimerStudy.lateness(options, progress: progress)
+  report.sleepLateness = try await SleepLatenessStudy.run(options, progress: progress)
 }
 if options.wants("tracer") {
   report.tracer = try TracerCostStudy.run(options, progress: progress)
