@@ -3,6 +3,18 @@ public struct DemoScenario: Sendable {
   public let name: String
   public let summary: String
   public let run: @Sendable () throws -> DemoReport
+  /// Runs `Loop.main`, so only on the main thread (the demo's `main` runs there).
+  public let needsMainThread: Bool
+
+  init(
+    name: String, summary: String, needsMainThread: Bool = false,
+    run: @escaping @Sendable () throws -> DemoReport
+  ) {
+    self.name = name
+    self.summary = summary
+    self.needsMainThread = needsMainThread
+    self.run = run
+  }
 
   /// Every scenario, in the order the demo lists them.
   public static let all: [DemoScenario] = [
@@ -29,6 +41,10 @@ public struct DemoScenario: Sendable {
       name: "network",
       summary: "a resident network thread serving a loopback TCP echo through descriptor sources",
       run: { try NetworkDemo.run().report }),
+    DemoScenario(
+      name: "concurrency",
+      summary: "a @MainActor hop, a Task.sleep and a DispatchQueue.main block wake Loop.main",
+      needsMainThread: true, run: ConcurrencyDemo.run),
   ]
 
   public static func named(_ name: String) -> DemoScenario? { all.first { $0.name == name } }

@@ -16,12 +16,11 @@ final class PendingSleep: @unchecked Sendable {  // job is taken once, on the lo
     self.executor = executor
   }
 
-  /// Runs the job on the loop's thread, as the executor runs any job.
+  /// Runs the job on the loop's thread. The job is the runtime's wake-up task for the sleep,
+  /// isolated to no actor, so it runs on the loop as a task executor only.
   func fire() {
     guard let job = job.take() else { return }
-    job.runSynchronously(
-      isolatedTo: executor.asUnownedSerialExecutor(), taskExecutor: executor.asUnownedTaskExecutor()
-    )
+    job.runSynchronously(on: executor.asUnownedTaskExecutor())
   }
 
   deinit { fire() }

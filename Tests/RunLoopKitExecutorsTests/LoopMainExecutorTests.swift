@@ -1,5 +1,5 @@
 import RunLoopKit
-@_spi(ExperimentalCustomExecutors) import RunLoopKitExecutors
+import RunLoopKitExecutors
 import Synchronization
 import XCTest
 
@@ -64,14 +64,20 @@ final class LoopMainExecutorTests: XCTestCase {
     let result = Box<T>()
     Task.detached {
       let value = await body()
-      result.value.withLock { $0 = value }
+      result.value = value
       LoopMainExecutor.shared.stop()  // wakes the loop so runUntil looks again
     }
-    try LoopMainExecutor.shared.runUntil { result.value.withLock { $0 != nil } }
-    return result.value.withLock { $0! }
+    try LoopMainExecutor.shared.runUntil { result.value != nil }
+    return result.value!
   }
 }
 
-final class Box<T: Sendable>: Sendable {
-  let value = Mutex<T?>(nil)
+/// An NSLock (a pthread mutex ThreadSanitizer can see; Synchronization.Mutex's futex it cannot).
+final class Box<T: Sendable>: @unchecked Sendable {  // `stored` is only touched under `lock`
+  private let lock = NSLock()
+  private var stored: T?
+  var value: T? {
+    get { lock.withLock { stored } }
+    set { lock.withLock { stored = newValue } }
+  }
 }
