@@ -23,6 +23,24 @@ actor LoopPinnedCounter {
   }
 }
 
+/// The actor-initialiser trap the Swift concurrency article describes: stored-property
+/// initialisers and a synchronous `init` run on the thread that creates the actor.
+actor PinnedWithInitialisers {
+  let executor: LoopExecutor
+  let initialisedOn = crl_gettid()
+  private(set) var madeInsideLater: pid_t?
+
+  init(executor: LoopExecutor) { self.executor = executor }
+
+  nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+  func makeLater() -> pid_t {
+    let thread = crl_gettid()
+    madeInsideLater = thread
+    return thread
+  }
+}
+
 /// Synchronous, so it may call `assumeIsolated`.
 func countAssumingIsolation(_ counter: LoopPinnedCounter) -> Int {
   counter.assumeIsolated { $0.count }
@@ -84,6 +102,19 @@ extension RunLoopKitTests {
         let counter = LoopPinnedCounter(executor: thread.loop.executor)
         _ = countAssumingIsolation(counter)
       }
+    }
+
+    @Test(
+      "An actor's stored-property initialisers run on the creating thread, its methods on the loop")
+    func actorInitialisersRunOnTheCreatingThread() async throws {
+      let thread = try ResidentThread(name: "init-trap")
+      let loopThread = try thread.performAndWait { crl_gettid() }
+      let actor = PinnedWithInitialisers(executor: thread.executor)
+      #expect(actor.initialisedOn == crl_gettid())
+      #expect(actor.initialisedOn != loopThread)
+      #expect(await actor.makeLater() == loopThread)
+      thread.stop()
+      try thread.join()
     }
 
     @Test("ResidentThread.executor is its loop's executor, not a second implementation")
