@@ -120,26 +120,9 @@ extension Report {
         "fire all    \(fixed(timerScale.fireAllSeconds, 3)) s  (\(timerScale.fired) fired, due within 10 ms)"
       )
     }
-    if !timerLateness.isEmpty {
-      print("\nLateness of a 1 ms repeating timer\n")
-      for result in timerLateness {
-        let d = result.distribution
-        print(
-          pad(result.name, 30)
-            + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
-        )
-      }
-    }
-    if !sleepLateness.isEmpty {
-      print("\nLateness of Task.sleep(until: 1 ms ahead), alternating rounds\n")
-      for result in sleepLateness {
-        let d = result.distribution
-        print(
-          pad(result.name, 30)
-            + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
-        )
-      }
-    }
+    printLateness(timerLateness, title: "Lateness of a 1 ms repeating timer")
+    printLateness(
+      sleepLateness, title: "Lateness of Task.sleep(until: 1 ms ahead), alternating rounds")
     if let tracer {
       print("\nLoopTracer cost: back-to-back passes, one manual source performed per pass\n")
       let ratio = tracer.tracedNanosecondsPerPass / tracer.untracedNanosecondsPerPass
@@ -160,5 +143,20 @@ extension Report {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     try encoder.encode(self).write(to: URL(fileURLWithPath: path))
+  }
+}
+
+extension Report {
+  /// One line per case: p50, p99 and max lateness. Prints nothing for an empty list.
+  fileprivate func printLateness(_ results: [LatenessResult], title: String) {
+    guard !results.isEmpty else { return }
+    print("\n\(title)\n")
+    for result in results {
+      let d = result.distribution
+      print(
+        pad(result.name, 30)
+          + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
+      )
+    }
   }
 }

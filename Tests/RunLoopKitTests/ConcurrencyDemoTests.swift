@@ -1,7 +1,7 @@
 import CRunLoopShims
-import RunLoopDemos
 import XCTest
 
+@testable import RunLoopDemos
 @testable import RunLoopKit
 
 /// The `concurrency` demo runs `Loop.main`, so it is checked here, on the main thread XCTest
@@ -37,14 +37,5 @@ final class ConcurrencyDemoTests: XCTestCase {
     XCTAssertFalse(text.contains("ran on the main thread: false"))
     XCTAssertTrue(text.hasPrefix("== concurrency: ") && text.contains("Why:"))
     XCTAssertTrue(report.svg().contains("runloop-demo concurrency"))
-  }
-}
-
-extension [LoopTracer.Event] {
-  func fires(of label: String) -> Int {
-    filter {
-      if case .timer(label, _) = $0.kind { return true }
-      return false
-    }.count
   }
 }
