@@ -1,27 +1,28 @@
 import RunLoopKit
 // Experimental toolchain interface: `SchedulingExecutor`, behind
 // `@_spi(ExperimentalScheduling)` in `_Concurrency` (SE-0505, in review). Checked on
-// Swift 6.3.1 (swift-6.3.1-RELEASE, x86_64 Linux). This file is the only place RunLoopKit uses it.
+// Swift 6.3.1 (swift-6.3.1-RELEASE, x86_64 Linux). LoopMainExecutor.swift forwards to it.
 @_spi(ExperimentalScheduling) import _Concurrency
 
 /// `Task.sleep` on the loop's own timers.
 ///
 /// When a task prefers a loop's executor (`withTaskExecutorPreference(loop.executor)`), the
-/// runtime hands a `Task.sleep` to that executor's `enqueue(_:at:tolerance:clock:)` instead of
-/// a Dispatch timer. The loop turns it into a one-shot `LoopTimer` in its common modes: the
-/// sleeping task resumes on the loop's thread, woken by the mode's timerfd, with no other
-/// thread involved.
+/// runtime hands a `Task.sleep` to that executor's `enqueue(_:after:tolerance:clock:)` instead of
+/// a Dispatch timer. The loop turns it into a one-shot `LoopTimer` in its common modes, fired
+/// by the mode's timerfd on the loop's thread, and the task resumes there. (Swift 6.3.1's
+/// runtime passes the resumption through one job on the default executor on the way back.)
 ///
 /// Clocks: any clock whose `Duration` is `Swift.Duration` (`ContinuousClock`,
-/// `SuspendingClock`, `LoopClock`); the delay is measured on that clock when the job is
-/// enqueued and then counted on CLOCK_MONOTONIC (the loop's clock), so time a suspended machine
-/// spends asleep is not counted — as with `SuspendingClock`. A clock with another `Duration`
-/// type cannot be converted and traps with a message.
+/// `SuspendingClock`, `LoopClock`); the delay is counted on CLOCK_MONOTONIC (the loop's
+/// clock), so time a suspended machine spends asleep is not counted — as with
+/// `SuspendingClock`. A clock with another `Duration` type cannot be converted and traps with
+/// a message.
 @_spi(ExperimentalScheduling) extension LoopExecutor: SchedulingExecutor {
+  /// `Task.sleep` calls this one; the protocol's default `enqueue(_:at:tolerance:clock:)`
+  /// converts a deadline into a delay on `clock` and calls it too.
   public func enqueue<C: Clock>(
-    _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
+    _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
   ) {
-    let delay = clock.now.duration(to: instant)
     guard let delay = delay as? Duration else {
       fatalError(
         "RunLoopKit: Task.sleep on a loop executor needs a clock measured in Swift.Duration; "
@@ -29,12 +30,6 @@ import RunLoopKit
     }
     let leeway = (tolerance as? Duration).map { max($0, .zero) } ?? .zero
     schedule(UnownedJob(job), after: delay, tolerance: leeway)
-  }
-
-  public func enqueue<C: Clock>(
-    _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
-  ) {
-    enqueue(job, at: clock.now.advanced(by: delay), tolerance: tolerance, clock: clock)
   }
 
   private func schedule(_ job: UnownedJob, after delay: Duration, tolerance: Duration) {

@@ -21,7 +21,6 @@
 ///   neither. Code that wants a loop says so with `withTaskExecutorPreference(loop.executor)`
 ///   or an actor pinned to a loop.
 public struct LoopExecutorFactory {
-
   /// True when the running program's main actor runs on `LoopMainExecutor`, i.e. the
   /// compiler honoured `typealias DefaultExecutorFactory = LoopExecutorFactory`.
   public static var isInstalled: Bool { MainActor.executor is LoopMainExecutor }

@@ -94,8 +94,8 @@ public final class LoopMainExecutor: SerialExecutor, Sendable {
 /// A sleep that prefers the main executor is timed by `Loop.main`'s timers.
 @_spi(ExperimentalScheduling) extension LoopMainExecutor: SchedulingExecutor {
   public func enqueue<C: Clock>(
-    _ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C
+    _ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C
   ) {
-    loopExecutor.enqueue(job, at: instant, tolerance: tolerance, clock: clock)
+    loopExecutor.enqueue(job, after: delay, tolerance: tolerance, clock: clock)
   }
 }

@@ -19,16 +19,10 @@ final class PendingSleep: @unchecked Sendable {  // job is taken once, on the lo
   /// Runs the job on the loop's thread. The job is the runtime's wake-up task for the sleep,
   /// isolated to no actor, so it runs on the loop as a task executor only.
   func fire() {
-    guard let job = job.take() else { return }
+    guard let job else { return }
+    self.job = nil
     job.runSynchronously(on: executor.asUnownedTaskExecutor())
   }
 
   deinit { fire() }
-}
-
-extension Optional {
-  fileprivate mutating func take() -> Wrapped? {
-    defer { self = nil }
-    return self
-  }
 }

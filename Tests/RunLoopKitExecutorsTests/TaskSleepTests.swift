@@ -58,6 +58,19 @@ struct TaskSleepTests {
       })
   }
 
+  @Test("61. Task.sleep(until:) (a deadline, not a delay) is a loop timer too")
+  func sleepUntilDeadlineUsesLoopTimer() async throws {
+    let thread = try ResidentThread(name: "deadline")
+    defer { stopAndJoin(thread) }
+    let deadline = ContinuousClock.now.advanced(by: .milliseconds(5))
+    let onLoop = await withTaskExecutorPreference(thread.executor) { () async -> Bool in
+      try? await Task.sleep(until: deadline, clock: .continuous)
+      return thread.isCurrent && ContinuousClock.now >= deadline
+    }
+    #expect(onLoop)
+    #expect(try thread.performAndWait { thread.loop.metrics.timersFired } == 1)
+  }
+
   @Test("61. Sleeps on one loop resume in deadline order, each after at least its delay")
   func sleepsResumeInDeadlineOrder() async throws {
     let thread = try ResidentThread(name: "sleepers")
