@@ -103,12 +103,25 @@ extension Loop {
     _ source: DescriptorSource, token: UInt64, in mode: ModeState
   ) -> Bool {
     // Ports' eventfds are the library's, the main queue's is libdispatch's: never closed.
+    // (Checked first so their deliveries skip the mask read too.)
     if source.isPort || source.isMainQueue { return true }
+    return currentMaskLocked(source, token: token, in: mode) != nil
+  }
+
+  /// `isCurrentLocked` that also hands back the source's epoll mask (read once, under
+  /// `binding.lock`), or nil when the registration is stale.
+  private func currentMaskLocked(
+    _ source: DescriptorSource, token: UInt64, in mode: ModeState
+  ) -> UInt32? {
     let fd = source.fileDescriptor
+    let neverClosed = source.isPort || source.isMainQueue
     // A newer source owns the number in this set, so this registration's file is not fd's.
-    guard mode.tokenForDescriptor[fd] == token else { return false }
+    guard neverClosed || mode.tokenForDescriptor[fd] == token else { return nil }
     let mask = source.binding.lock.withLock { source.epollMaskUnlocked }
-    return mode.epoll.isRegistered(fd, events: mask, token: token)
+    guard neverClosed || mode.epoll.isRegistered(fd, events: mask, token: token) else {
+      return nil
+    }
+    return mask
   }
 
   /// Parks a registration whose fd no longer names its file, for good (`setInterest` refuses
@@ -149,13 +162,12 @@ extension Loop {
       else { continue }
       // Re-adding by number would quietly move a source whose fd was closed and reused onto
       // the new file; one whose number no longer names its file stays out, parked as stale.
-      guard isCurrentLocked(source, token: token, in: mode) else {
+      guard let mask = currentMaskLocked(source, token: token, in: mode) else {
         markStaleLocked(source, token: token, in: mode)
         stale.append((source, token))
         continue
       }
-      live.append(
-        (source.fileDescriptor, source.binding.lock.withLock { source.epollMaskUnlocked }, token))
+      live.append((source.fileDescriptor, mask, token))
     }
     let refused: [UInt64]
     do {
