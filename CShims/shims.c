@@ -102,6 +102,10 @@ pthread_t crl_main_thread(void) { return main_thread; }
 
 int crl_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
 
+int crl_get_thread_name(pthread_t thread, char *buffer, size_t size) {
+  return pthread_getname_np(thread, buffer, size);
+}
+
 int crl_set_thread_affinity(const int *cpus, int count) {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -59,7 +59,7 @@ enum ThreadCostStudy {
     let thread = try ResidentThread(name: "bench-keep")
     let ran = Atomic<Int>(0)
     let start = crb_now_ns()
-    for _ in 0..<cycles { try thread.perform { ran.add(1, ordering: .relaxed) } }
+    for _ in 0..<cycles { try thread.perform { @Sendable in ran.add(1, ordering: .relaxed) } }
     while ran.load(ordering: .acquiring) < cycles { sched_yield() }
     let residentRate = Double(cycles) / (Double(crb_now_ns() - start) / 1e9)
     thread.stop()

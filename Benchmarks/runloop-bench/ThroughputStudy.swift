@@ -27,7 +27,7 @@ enum ThroughputStudy {
         let writesBefore = loop.metrics.wakeUpWrites
         let ran = Atomic<Int>(0)
         let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
-          try? loop.perform(in: .default) { ran.add(1, ordering: .relaxed) }
+          try? loop.perform(in: .default) { @Sendable in ran.add(1, ordering: .relaxed) }
         }
         let writes = Double(loop.metrics.wakeUpWrites - writesBefore) / 3
         precondition(ran.load(ordering: .relaxed) == 3 * tasks, "a task ran twice or never")

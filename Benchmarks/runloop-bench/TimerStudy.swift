@@ -49,7 +49,8 @@ enum TimerStudy {
       let soon = LoopClock.Instant.now.advanced(by: .milliseconds(50))
       for _ in 0..<count {
         let date = soon.advanced(by: .nanoseconds(Int64.random(in: 0..<10_000_000, using: &random)))
-        try loop.add(LoopTimer(fireAt: date) { _ in fired.add(1, ordering: .relaxed) }, to: "fire")
+        try loop.add(
+          LoopTimer(fireAt: date) { @Sendable _ in fired.add(1, ordering: .relaxed) }, to: "fire")
       }
       start = crb_now_ns()
       while fired.load(ordering: .relaxed) < count {

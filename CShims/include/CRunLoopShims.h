@@ -51,6 +51,8 @@ pthread_t crl_main_thread(void);
 
 /// Names the calling thread (at most 15 bytes plus NUL); returns 0 or an errno value.
 int crl_set_thread_name(const char *name);
+/// pthread_getname_np, which needs _GNU_SOURCE. Returns 0 or an errno value.
+int crl_get_thread_name(pthread_t thread, char *buffer, size_t size);
 /// Pins the calling thread to the given CPUs; returns 0 or -1 with errno.
 int crl_set_thread_affinity(const int *cpus, int count);
 /// Sets the calling thread's nice value; returns 0 or -1 with errno.

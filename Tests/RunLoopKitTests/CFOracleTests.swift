@@ -108,6 +108,43 @@ extension RunLoopKitTests {
       #expect(ours == cf)
       #expect(ours.filter { $0.hasPrefix("perform") } == ["perform a", "perform b"])
     }
+
+    @Test("34 vs CF: a repeating timer whose callback sets a past fire date fires again at once")
+    func test_34_pastFireDateFromCallbackMatchesCF() throws {
+      // Interval 1 s, run 300 ms: every fire after the first comes from the date set in the
+      // callout, none from the grid.
+      let ours = try ourTrace { loop, recorder in
+        let fires = Box(0)
+        let first = LoopClock.Instant.now.advanced(by: .milliseconds(20))
+        let timer = try LoopTimer(fireAt: first, interval: .seconds(1)) { timer in
+          fires.value += 1
+          recorder.log("fire \(fires.value)")
+          if fires.value < 3 { timer.fireDate = first.advanced(by: .seconds(-10)) }
+        }
+        try loop.add(timer, to: .default)
+        recorder.log("result \(loop.run(for: .milliseconds(300)))")
+        timer.invalidate()
+      }
+      let cf = cfTrace { loop, recorder in
+        let fires = Box(0)
+        let first = CFAbsoluteTimeGetCurrent() + 0.02
+        let timer = CFRunLoopTimerCreateWithHandler(nil, first, 1, 0, 0) { timer in
+          fires.value += 1
+          recorder.log("fire \(fires.value)")
+          if fires.value < 3 { CFRunLoopTimerSetNextFireDate(timer, first - 10) }
+        }
+        CFRunLoopAddTimer(loop, timer, .defaultMode)
+        recorder.log("result \(cfResult(CFRunLoopRunInMode(.defaultMode, 0.3, false)))")
+        CFRunLoopTimerInvalidate(timer)
+      }
+      #expect(
+        ours.filter { $0.hasPrefix("fire") || $0.hasPrefix("result") } == [
+          "fire 1", "fire 2", "fire 3", "result timedOut",
+        ])
+      #expect(
+        ours.filter { $0.hasPrefix("fire") || $0.hasPrefix("result") }
+          == cf.filter { $0.hasPrefix("fire") || $0.hasPrefix("result") })
+    }
   }
 }
 

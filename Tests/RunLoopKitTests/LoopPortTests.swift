@@ -91,8 +91,8 @@ extension RunLoopKitTests {
       #expect(
         error.description == "epoll_ctl(ADD) on fd 42 failed: Bad file descriptor (EBADF, errno 9)")
       #expect(
-        LoopError.invalidInterval(name: "timer interval", value: "nan s").description.contains(
-          "nan s"))
+        LoopError.invalidArgument(name: "timer interval", value: "nan s", reason: "rule")
+          .description == "timer interval nan s is not valid: rule")
     }
   }
 }

@@ -39,7 +39,7 @@ extension RunLoopKitTests {
       let posters = (0..<4).map { poster in
         TestThread {
           for index in 0..<perPoster {
-            try? loop.perform(in: .default) {
+            try? loop.perform(in: .default) { @Sendable in
               var seen = lastSeen.value
               if seen[poster] != index - 1 { outOfOrder.add(1, ordering: .relaxed) }
               seen[poster] = index
@@ -70,7 +70,7 @@ extension RunLoopKitTests {
       let sent = Atomic<Int>(0)
       let seenAtPerform = Atomic<Int>(0)
       let thread = try ResidentThread(name: "signals")
-      let source = ManualSource {
+      let source = ManualSource { @Sendable in
         // Everything counted before this perform started was signalled before it.
         seenAtPerform.store(sent.load(ordering: .acquiring), ordering: .releasing)
       }
@@ -115,7 +115,7 @@ extension RunLoopKitTests {
         go.signal()
         for _ in 0..<20 {
           do throws(LoopError) {
-            try thread.perform { ran.add(1, ordering: .relaxed) }
+            try thread.perform { @Sendable in ran.add(1, ordering: .relaxed) }
             accepted += 1
           } catch {
             #expect(error == .stopped(thread: thread.name))
@@ -151,7 +151,7 @@ extension RunLoopKitTests {
       let ran = Atomic<Int>(0)
       let poster = TestThread {
         for _ in 0..<10_000 {
-          try? thread.loop.perform { ran.add(1, ordering: .relaxed) }
+          try? thread.loop.perform { @Sendable in ran.add(1, ordering: .relaxed) }
           usleep(50)
         }
       }

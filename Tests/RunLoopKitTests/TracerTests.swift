@@ -301,7 +301,7 @@ extension RunLoopKitTests {
       threadB.join()
       // A loop whose thread has exited cannot be traced.
       let tornDown = try onLoopThread { loop in loop }
-      #expect(throws: LoopError.loopTornDown(thread: "\(tornDown.threadID)")) {
+      #expect(throws: LoopError.loopTornDown(thread: tornDown.threadDescription)) {
         try LoopTracer().attach(to: tornDown)
       }
     }

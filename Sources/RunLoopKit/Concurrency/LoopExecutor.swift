@@ -31,7 +31,7 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
       fatalError(
-        "RunLoopKit: a job was enqueued on the loop of thread \(loop.threadID) after the thread "
+        "RunLoopKit: a job was enqueued on the loop of \(loop.threadDescription) after the thread "
           + "exited (\(error)). Keep the thread (a ResidentThread, or a thread that runs its "
           + "loop) alive for as long as actors or tasks use its executor.")
     }
@@ -46,10 +46,7 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   }
 
   public func checkIsolated() {
-    precondition(
-      loop.isCurrent,
-      "Expected to be on the thread of the loop of thread \(loop.threadID) (the actor's "
-        + "executor), but running on thread \(crl_gettid())")
+    loop.preconditionIsCurrent("an actor isolated to this loop's executor")
   }
 
   public func isIsolatingCurrentContext() -> Bool? {
@@ -75,8 +72,4 @@ extension Loop {
     }
     return executor
   }
-
-  /// True on this loop's own thread (its `Loop.current`). Unlike comparing pthread_t values,
-  /// never true on a later thread that got the same pthread_t after this one exited.
-  public var isCurrent: Bool { LoopRegistry.shared.existingLoop() === self }
 }

@@ -44,7 +44,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
   public let order: Int
-  typealias Handler = @Sendable (DescriptorSource, Events) -> Void
+  typealias Handler = (DescriptorSource, Events) -> Void
   /// Guarded by `binding.lock`; nil once the source is invalid, so what it captured is freed.
   private var storedHandler: Handler?
   let onTeardown: (@Sendable (String) -> Void)?
@@ -68,7 +68,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     label: String? = nil,
     interest: Events = .readable,
     order: Int = 0,
-    handler: @escaping @Sendable (DescriptorSource, Events) -> Void
+    handler: sending @escaping (DescriptorSource, Events) -> Void
   ) {
     self.init(
       fileDescriptor: fileDescriptor, label: label, interest: interest, order: order,
@@ -85,7 +85,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     order: Int,
     onTeardown: (@Sendable (String) -> Void)?,
     isMainQueue: Bool = false,
-    handler: @escaping @Sendable (DescriptorSource, Events) -> Void
+    handler: sending @escaping (DescriptorSource, Events) -> Void
   ) {
     self.isMainQueue = isMainQueue
     self.fileDescriptor = fileDescriptor

@@ -9,7 +9,7 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   public let activities: Loop.Activity
   public let repeats: Bool
   public let order: Int
-  typealias Handler = @Sendable (LoopObserver, Loop.Activity) -> Void
+  typealias Handler = (LoopObserver, Loop.Activity) -> Void
   let binding = ItemBinding(kind: "LoopObserver")
   /// Guarded by `binding.lock`; nil once the observer is invalid (a one-shot observer that
   /// was told included), as CFRunLoopObserverInvalidate releases the observer's context.
@@ -23,7 +23,7 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
     activities: Loop.Activity,
     repeats: Bool = true,
     order: Int = 0,
-    handler: @escaping @Sendable (LoopObserver, Loop.Activity) -> Void
+    handler: sending @escaping (LoopObserver, Loop.Activity) -> Void
   ) {
     self.activities = activities
     self.repeats = repeats

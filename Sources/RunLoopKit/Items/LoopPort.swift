@@ -19,7 +19,7 @@ public final class LoopPort<Message: Sendable>: Sendable {
   ///   - order: lower orders are handled first when several sources are ready.
   ///   - handler: called on the loop's thread with each message, in order.
   public init(
-    label: String? = nil, order: Int = 0, handler: @escaping @Sendable (Message) -> Void
+    label: String? = nil, order: Int = 0, handler: sending @escaping (Message) -> Void
   ) throws(LoopError) {
     let mailbox = try PortMailbox<Message>()
     self.mailbox = mailbox

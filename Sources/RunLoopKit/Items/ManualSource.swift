@@ -15,7 +15,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   struct Callbacks {
     let schedule: (@Sendable (Loop, Loop.Mode) -> Void)?
     let cancel: (@Sendable (Loop, Loop.Mode) -> Void)?
-    let perform: @Sendable () -> Void
+    let perform: () -> Void
   }
 
   let binding = ItemBinding(kind: "ManualSource")
@@ -40,7 +40,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     order: Int = 0,
     schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
     cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
-    perform: @escaping @Sendable () -> Void
+    perform: sending @escaping () -> Void
   ) {
     self.label = label
     self.order = order
@@ -85,7 +85,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   }
 
   /// Clears the signal if set; returns the callback to perform now, or nil.
-  func consumeSignal() -> (@Sendable () -> Void)? {
+  func consumeSignal() -> (() -> Void)? {
     binding.lock.withLock {
       guard signalled, binding.isValidUnlocked, let callbacks else { return nil }
       signalled = false

@@ -37,8 +37,20 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// "… failed: Operation not permitted (EPERM, errno 1)", plus what that errno means for
+  /// this call where the kernel's wording would mislead.
   public var description: String {
     let reason = String(cString: strerror(errno))
-    return "\(operation) on \(subject) failed: \(reason) (\(errnoName), errno \(errno))"
+    let text = "\(operation) on \(subject) failed: \(reason) (\(errnoName), errno \(errno))"
+    return hint.map { "\(text): \($0)" } ?? text
+  }
+
+  /// epoll refuses regular files and directories with EPERM: they are always "ready", so
+  /// there is nothing to wait for. Said plainly, since "Operation not permitted" suggests a
+  /// permissions problem.
+  private var hint: String? {
+    guard operation.hasPrefix("epoll_ctl"), errno == EPERM else { return nil }
+    return "regular files and directories cannot be polled (they are always ready); "
+      + "read them directly, or watch a pipe, socket, eventfd or terminal instead"
   }
 }

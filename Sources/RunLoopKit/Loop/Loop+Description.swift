@@ -6,7 +6,7 @@ extension Loop: CustomDebugStringConvertible {
       var lines: [String] = []
       let running = frames.map(\.mode.name).joined(separator: " > ")
       lines.append(
-        "<Loop thread \(threadID)\(tornDown ? " torn down" : "")> "
+        "<Loop \(threadDescription)\(tornDown ? " torn down" : "")> "
           + "waiting: \(sleeping), running: [\(running)], queued blocks: \(blocks.count)")
       lines.append(
         "  common modes: \(commonModeNames.map(\.name)), common items: \(commonItems.count)")

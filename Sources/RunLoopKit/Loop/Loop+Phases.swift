@@ -73,7 +73,7 @@ extension Loop {
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
     for source in candidates {
-      let perform = lock.withLock { () -> (@Sendable () -> Void)? in
+      let perform = lock.withLock { () -> (() -> Void)? in
         // An earlier callout may have removed or invalidated it, or a nested run performed it.
         guard mode.manualSources.contains(source), let perform = source.consumeSignal() else {
           return nil

@@ -103,7 +103,7 @@ extension Loop {
     var callouts: [Callout] = []
     try lock.withLock { () throws(LoopError) in
       guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
-      guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+      guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
       let newlyBound = try item.binding.bind(to: self)
       do throws(LoopError) {
         if name == .common {
@@ -242,7 +242,7 @@ extension Loop {
 
   private func checkUsableLocked(_ name: Mode) throws(LoopError) {
     guard !name.name.isEmpty, name != .common else { throw .invalidMode(name: name.name) }
-    guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+    guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
   }
 
   // MARK: - Teardown
@@ -260,7 +260,7 @@ extension Loop {
       // recursive (GLib's /maincontext/source_finalization_from_source).
       var items: [any LoopItem] = []
       var callouts: [Callout] = []
-      let thread = "\(threadID)"
+      let thread = threadDescription
       for mode in modes.values {
         let timers =
           mode.timers.entries.map(\.timer)

@@ -35,10 +35,11 @@ extension Loop {
     // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
     // when the window ran out, on the way to a sleep.)
     let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
-    let blocking = commitToWait(poll: poll || spunOut, spun: spin.found != nil)
+    let sleepStart = commitToWait(poll: poll || spunOut, spun: spin.found != nil)
     let wait =
       spin.found == nil
-      ? waitInKernel(on: epoll, of: mode, until: deadline, blocking: blocking) : KernelWait()
+      ? waitInKernel(on: epoll, of: mode, until: deadline, sleepingSince: sleepStart)
+      : KernelWait()
     // Asked for after the wait, so a tracer attached while the loop slept records that sleep.
     let sink = traceSink(mode.mode)
     let (result, wokenBy) = sortOutWake(
@@ -110,7 +111,9 @@ extension Loop {
   /// Decides, under the lock posters take, whether this wait blocks: not when asked to poll,
   /// not after a spin found work, and not when a wake-up was asked for while the pass was busy
   /// (answered by not sleeping). A poster that sees `sleeping` writes the wake-up eventfd.
-  private func commitToWait(poll: Bool, spun: Bool) -> Bool {
+  /// Returns when the sleep began (nil when it does not block), read under the lock so that
+  /// `metrics` can count a sleep still in progress.
+  private func commitToWait(poll: Bool, spun: Bool) -> LoopClock.Instant? {
     lock.withLock {
       var poll = poll
       if wakeRequested {
@@ -119,16 +122,18 @@ extension Loop {
         poll = true
       }
       sleeping = !poll && !spun
-      return sleeping
+      sleepStart = sleeping ? .now : nil
+      return sleepStart
     }
   }
 
   /// Waits in the kernel: blocks until an event or the deadline, or only looks (`blocking`
   /// false). A signal (EINTR) makes it wait again for the time that is actually left.
   private func waitInKernel(
-    on epoll: Epoll, of mode: ModeState, until deadline: LoopClock.Instant?, blocking: Bool
+    on epoll: Epoll, of mode: ModeState, until deadline: LoopClock.Instant?,
+    sleepingSince sleptAt: LoopClock.Instant?
   ) -> KernelWait {
-    let sleptAt = blocking ? LoopClock.Instant.now : nil
+    let blocking = sleptAt != nil
     var count: Int?
     while count == nil {
       // Recomputed on every try, so signals interrupting the wait never stretch the deadline.
@@ -154,6 +159,7 @@ extension Loop {
     var wokenBy: [LoopTracer.WakeCause] = []
     lock.withLock {
       sleeping = false
+      sleepStart = nil
       waitGeneration &+= 1
       var causes = WakeCauses()
       let spun = spin.found ?? []

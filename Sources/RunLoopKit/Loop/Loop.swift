@@ -21,6 +21,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let thread: pthread_t
   /// The kernel thread id of the owner, for messages.
   let threadID: pid_t
+  /// The owner's name when the loop was created (a resident thread names itself first).
+  let threadName: String?
   let lock = Lock()
   /// The loop's wake-up port, registered in every mode's epoll set.
   let wakeFD: EventFD
@@ -60,8 +62,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// See `Metrics`; the fields kept elsewhere (waits, wake-up writes, rebuilds) are filled in
   /// when a snapshot is taken.
   var counters = Metrics()
-  /// When the outermost active run started, for `Metrics.timeRunning`.
+  /// When the outermost active run started, and when the current sleep began: `metrics`
+  /// adds the time since to `timeRunning` and `timeAsleep`, so a loop that never returns
+  /// from `run` (a resident thread's) still reports true figures.
   var outermostRunStart: LoopClock.Instant?
+  var sleepStart: LoopClock.Instant?
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
   /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
@@ -90,7 +95,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       case any
     }
     let modes: Modes
-    let block: @Sendable () -> Void
+    let block: () -> Void
 
     func applies(to mode: Mode, commonModes: [Mode]) -> Bool {
       func matches(_ wanted: Mode) -> Bool {
@@ -107,6 +112,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   init(thread: pthread_t, threadID: pid_t) {
     self.thread = thread
     self.threadID = threadID
+    self.threadName = ThreadName.of(thread)
     do {
       wakeFD = try EventFD()
     } catch {
@@ -294,26 +300,32 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// order they were queued. Throws if the loop was torn down (its thread exited), so a block
   /// is never dropped without the caller knowing.
   public func perform(
-    in modes: [Mode], _ block: @escaping @Sendable () -> Void
+    in modes: [Mode], _ block: sending @escaping () -> Void
   ) throws(LoopError) {
     try enqueue(QueuedBlock(modes: modes.count == 1 ? .one(modes[0]) : .list(modes), block: block))
   }
 
   /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop.
   public func perform(
-    in mode: Mode, _ block: @escaping @Sendable () -> Void
+    in mode: Mode, _ block: sending @escaping () -> Void
   ) throws(LoopError) {
     try enqueue(QueuedBlock(modes: .one(mode), block: block))
   }
 
   /// Queues `block` for the common modes and wakes the loop.
-  public func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+  public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
     try enqueue(QueuedBlock(modes: .one(.common), block: block))
+  }
+
+  /// `perform` for the library's own callers, whose blocks need no `sending` proof (the
+  /// resident thread passes on a block it received as `sending` already).
+  func enqueue(in mode: Mode, _ block: @escaping () -> Void) throws(LoopError) {
+    try enqueue(QueuedBlock(modes: .one(mode), block: block))
   }
 
   private func enqueue(_ queued: QueuedBlock) throws(LoopError) {
     let write = try lock.withLock { () throws(LoopError) -> Bool in
-      guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: "\(threadID)") }
+      guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: threadDescription) }
       blocks.append(queued)
       return requestWakeLocked()
     }
@@ -348,12 +360,12 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     do {
       try wakeFD.completeSignal()
     } catch {
-      preconditionFailure("waking loop of thread \(threadID) failed: \(error)")
+      preconditionFailure("waking the loop of \(threadDescription) failed: \(error)")
     }
   }
 
   /// Queues a block that runs in whichever mode the loop runs next, nested runs included.
-  func performInAnyMode(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+  func performInAnyMode(_ block: sending @escaping () -> Void) throws(LoopError) {
     try enqueue(QueuedBlock(modes: .any, block: block))
   }
 
@@ -374,8 +386,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     if pthread_equal(pthread_self(), thread) != 0 { return }
     fatalError(
       """
-      RunLoopKit: Loop.\(operation) was called on thread \(crl_gettid()), but this loop belongs \
-      to thread \(threadID). A loop can only be run by its own thread: use Loop.current on \
+      RunLoopKit: Loop.\(operation) was called on \(ThreadName.current), but this loop \
+      belongs to \(threadDescription). A loop can only be run by its own thread: use Loop.current on \
       this thread, or send the work to that loop's thread with loop.perform { … }.
       """)
   }

@@ -13,11 +13,9 @@ public enum LoopError: Error, Equatable, Sendable, CustomStringConvertible {
   case loopTornDown(thread: String)
   /// A mode name that cannot be used (empty, or `.common` where a real mode is required).
   case invalidMode(name: String)
-  /// A timer interval, tolerance or delay that is negative, zero where that makes no sense,
-  /// NaN or infinite.
-  case invalidInterval(name: String, value: String)
-  /// A configuration value that cannot be used, with the reason (a thread name over 15 bytes,
-  /// a stack size below 16 KiB or not a page multiple, an unknown CPU).
+  /// A value that cannot be used: what it was for, the value, and the rule it broke (a
+  /// timer interval that is not positive, a thread name over 15 bytes, a stack size below
+  /// 16 KiB, a descriptor the loop owns itself, …).
   case invalidArgument(name: String, value: String, reason: String)
   /// Work was sent to a resident thread after `stop()`; it was not accepted.
   case stopped(thread: String)
@@ -34,11 +32,12 @@ public enum LoopError: Error, Equatable, Sendable, CustomStringConvertible {
     case .invalidated(let item):
       return "\(item) was invalidated and cannot be used again; create a new one"
     case .loopTornDown(let thread):
-      return "the loop of thread \(thread) was torn down when its thread exited"
+      return "the loop of \(thread) was torn down when its thread exited"
     case .invalidMode(let name):
-      return "mode name \"\(name)\" cannot be used here"
-    case .invalidInterval(let name, let value):
-      return "\(name) \(value) is not valid: it must be finite and positive"
+      return name.isEmpty
+        ? "mode name \"\" cannot be used: a mode needs a non-empty name"
+        : "mode \"\(name)\" cannot be used here: .common names the set of common modes, "
+          + "which items can join but which is never run itself; run a real mode"
     case .invalidArgument(let name, let value, let reason):
       return "\(name) \(value) is not valid: \(reason)"
     case .stopped(let thread):

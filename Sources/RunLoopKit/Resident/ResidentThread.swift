@@ -78,8 +78,30 @@ public final class ResidentThread: Sendable {
 
   /// Runs `block` on the thread, after every block this caller posted before it.
   /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
-  public func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+  public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
     try core.perform(block)
+  }
+
+  /// Runs `block` once on the thread, no earlier than `delay` from now (see
+  /// `Loop.perform(after:in:_:)`). A block whose time has not come when the thread stops
+  /// does not run: `stop()` finishes the work that is due, and the handle of one still
+  /// waiting says `.abandoned`.
+  /// - Returns: a handle whose `cancel()` prevents the block, from any thread.
+  /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
+  @discardableResult
+  public func perform(
+    after delay: Duration, _ block: sending @escaping () -> Void
+  ) throws(LoopError) -> ScheduledBlock {
+    try core.schedule(at: .now.advanced(by: max(delay, .zero)), Transferred(block))
+  }
+
+  /// Runs `block` once on the thread at `deadline` or later; otherwise as
+  /// `perform(after:_:)`.
+  @discardableResult
+  public func perform(
+    at deadline: LoopClock.Instant, _ block: sending @escaping () -> Void
+  ) throws(LoopError) -> ScheduledBlock {
+    try core.schedule(at: deadline, Transferred(block))
   }
 
   /// Runs `body` on the thread and waits for it; returns its value or rethrows its error.
@@ -106,7 +128,7 @@ public final class ResidentThread: Sendable {
   /// thread outside the task).
   /// - Throws: what `body` throws, `CancellationError`, or `LoopError.stopped` if the thread no
   ///   longer accepts work.
-  public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+  public func run<T: Sendable>(_ body: sending @escaping () throws -> T) async throws -> T {
     try Task.checkCancellation()
     let cancelled = CancellationFlag()
     return try await withTaskCancellationHandler {

@@ -138,10 +138,21 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   /// Queues a block in every common mode of the thread's loop. The state check and the
   /// enqueue happen under one lock hold, so each post lands either before the stop block
   /// (and runs) or is refused (and throws): never neither.
-  func perform(_ block: @escaping @Sendable () -> Void) throws(LoopError) {
+  func perform(_ block: @escaping () -> Void) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
       guard state == .running, let storedLoop else { throw .stopped(thread: name) }
-      try storedLoop.perform(block)
+      try storedLoop.enqueue(in: .common, block)
+    }
+  }
+
+  /// Schedules a delayed block, or throws if the thread no longer accepts work; checked and
+  /// scheduled under one lock hold, as `perform` is.
+  func schedule(
+    at deadline: LoopClock.Instant, _ block: Transferred<() -> Void>
+  ) throws(LoopError) -> ScheduledBlock {
+    try lock.withLock { () throws(LoopError) -> ScheduledBlock in
+      guard state == .running, let storedLoop else { throw .stopped(thread: name) }
+      return try storedLoop.perform(at: deadline) { block.value() }
     }
   }
 

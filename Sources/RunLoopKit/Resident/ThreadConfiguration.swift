@@ -29,7 +29,8 @@ struct ThreadConfiguration: Sendable {
     }
     guard !name.utf8.contains(0) else {
       throw .invalidArgument(
-        name: "thread name", value: "\"\(name)\"", reason: "it contains a NUL byte")
+        name: "thread name", value: "\"\(name)\"", reason: "a thread name cannot contain a NUL byte"
+      )
     }
     if let stackSize {
       let page = crl_page_size()
@@ -50,10 +51,12 @@ struct ThreadConfiguration: Sendable {
     }
     if let cpuAffinity {
       guard !cpuAffinity.isEmpty else {
-        throw .invalidArgument(name: "CPU affinity", value: "[]", reason: "it names no CPU")
+        throw .invalidArgument(
+          name: "CPU affinity", value: "[]", reason: "a CPU set must name at least one CPU")
       }
       if let bad = cpuAffinity.first(where: { $0 < 0 || $0 >= 1024 }) {
-        throw .invalidArgument(name: "CPU affinity", value: "\(bad)", reason: "no such CPU")
+        throw .invalidArgument(
+          name: "CPU affinity", value: "\(bad)", reason: "CPUs are numbered 0 to 1023")
       }
     }
     self.name = name

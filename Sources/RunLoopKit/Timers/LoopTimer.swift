@@ -3,8 +3,9 @@
 /// - A one-shot timer (interval `nil`) fires once and is then invalid.
 /// - A repeating timer that falls behind fires once, and its next fire date stays on the
 ///   original grid (the first grid point after now), exactly as CF does.
-/// - A handler that sets `fireDate` later than the date just fired moves the timer there;
-///   setting an earlier date from inside the handler is ignored for that round (CF's rule).
+/// - A handler that sets `fireDate` moves the timer there for its next round; a date in the
+///   past means now, so the timer fires again on the next pass (CF's rule: the next fire date
+///   is honoured when it is later than the date just fired, and a past date becomes now).
 /// - `tolerance` lets the loop fire this timer late by up to that much so several timers can
 ///   share one wake; a timer never fires before its fire date.
 ///
@@ -17,7 +18,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
   public let order: Int
-  typealias Handler = @Sendable (LoopTimer) -> Void
+  typealias Handler = (LoopTimer) -> Void
   let binding = ItemBinding(kind: "LoopTimer")
   /// Guarded by `binding.lock`; nil once the timer is invalid (a one-shot timer that fired
   /// included), so nothing it captured outlives it: CFRunLoopTimerInvalidate releases the
@@ -38,25 +39,32 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
 
   /// - Parameters:
   ///   - label: a name for traces and `debugDescription`.
-  ///   - fireDate: when to fire first.
-  ///   - interval: the repeat interval, or `nil` for a one-shot timer; must be positive.
+  ///   - fireDate: when to fire first; a date in the past fires on the loop's next pass.
+  ///   - interval: the repeat interval, or `nil` for a one-shot timer; must be greater than
+  ///     zero.
   ///   - tolerance: how late the loop may fire it to coalesce wakes; must not be negative.
   ///   - order: kept for parity with CF, which ignores a timer's order too: timers due
   ///     together fire by fire date, then in the order they were created.
-  ///   - handler: called on the loop's thread each time the timer fires.
+  ///   - handler: called on the loop's thread each time the timer fires. It is `sending`,
+  ///     not `@Sendable`: it may capture a non-Sendable value the caller hands over and no
+  ///     longer uses, since it only ever runs on the one loop the timer is added to.
+  /// - Throws: `LoopError.invalidArgument` for an interval that is not greater than zero or
+  ///   a negative tolerance, naming the value and the rule.
+  ///
+  /// CF counterpart: `CFRunLoopTimerCreateWithHandler`.
   public init(
     label: String? = nil,
     fireAt fireDate: LoopClock.Instant,
     interval: Duration? = nil,
     tolerance: Duration = .zero,
     order: Int = 0,
-    handler: @escaping @Sendable (LoopTimer) -> Void
+    handler: sending @escaping (LoopTimer) -> Void
   ) throws(LoopError) {
     if let interval, interval <= .zero {
-      throw .invalidInterval(name: "timer interval", value: "\(interval)")
+      throw LoopTimer.invalid("timer interval", "\(interval)", LoopTimer.intervalRule)
     }
     if tolerance < .zero {
-      throw .invalidInterval(name: "timer tolerance", value: "\(tolerance)")
+      throw LoopTimer.invalid("timer tolerance", "\(tolerance)", LoopTimer.toleranceRule)
     }
     self.interval = interval
     self.label = label
@@ -66,53 +74,68 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     self.storedTolerance = tolerance
   }
 
-  /// A timer that first fires `delay` from now.
+  /// A timer that first fires `delay` from now. A delay of zero or less fires on the loop's
+  /// next pass, as CF and `DispatchQueue.asyncAfter` treat a date already past.
+  /// - Throws: as `init(label:fireAt:interval:tolerance:order:handler:)`.
   public convenience init(
     label: String? = nil,
     after delay: Duration,
     repeating interval: Duration? = nil,
     tolerance: Duration = .zero,
     order: Int = 0,
-    handler: @escaping @Sendable (LoopTimer) -> Void
+    handler: sending @escaping (LoopTimer) -> Void
   ) throws(LoopError) {
     try self.init(
-      label: label, fireAt: .now.advanced(by: delay), interval: interval, tolerance: tolerance,
-      order: order, handler: handler)
+      label: label, fireAt: .now.advanced(by: max(delay, .zero)), interval: interval,
+      tolerance: tolerance, order: order, handler: handler)
   }
 
-  /// CF-style construction from seconds (`CFTimeInterval`): rejects NaN, infinite and
-  /// negative values with an error naming the value, instead of CF's silent clamping.
+  /// CF-style construction from seconds (`CFTimeInterval`), under the same rules as the
+  /// `Duration` initialisers: a delay of zero or less fires on the next pass, an interval
+  /// must be greater than zero, a tolerance must not be negative. NaN and infinite values
+  /// throw, where CF would clamp them silently.
+  /// - Throws: `LoopError.invalidArgument` naming the value and the rule it broke.
   public convenience init(
     label: String? = nil,
     afterSeconds delay: Double,
     repeatingEverySeconds interval: Double? = nil,
     toleranceSeconds tolerance: Double = 0,
     order: Int = 0,
-    handler: @escaping @Sendable (LoopTimer) -> Void
+    handler: sending @escaping (LoopTimer) -> Void
   ) throws(LoopError) {
     try self.init(
-      label: label, after: LoopTimer.duration("timer delay", delay, allowZero: true),
-      repeating: try interval.map { s throws(LoopError) in
-        try LoopTimer.duration("timer interval", s, allowZero: false)
+      label: label, after: LoopTimer.duration("timer delay", delay),
+      repeating: try interval.map { seconds throws(LoopError) in
+        try LoopTimer.duration("timer interval", seconds)
       },
-      tolerance: LoopTimer.duration("timer tolerance", tolerance, allowZero: true),
+      tolerance: LoopTimer.duration("timer tolerance", tolerance),
       order: order, handler: handler)
   }
 
-  private static func duration(
-    _ name: String, _ seconds: Double, allowZero: Bool
-  ) throws(LoopError) -> Duration {
-    guard seconds.isFinite, seconds > 0 || (allowZero && seconds == 0) else {
-      throw .invalidInterval(name: name, value: "\(seconds) s")
+  static let intervalRule = "a repeat interval must be greater than zero"
+  static let toleranceRule = "a tolerance must not be negative"
+
+  static func invalid(_ name: String, _ value: String, _ rule: String) -> LoopError {
+    .invalidArgument(name: name, value: value, reason: rule)
+  }
+
+  /// Seconds as a `Duration`; the sign is left to the `Duration` rules above.
+  private static func duration(_ name: String, _ seconds: Double) throws(LoopError) -> Duration {
+    guard seconds.isFinite else {
+      throw invalid(name, "\(seconds) s", "a time in seconds must be a finite number")
     }
     // Beyond ~292 years a nanosecond count no longer fits; such a timer never fires anyway.
-    return seconds >= 9.2e9 ? .seconds(Int64(9.2e9)) : .nanoseconds(Int64(seconds * 1e9))
+    let limit = 9.2e9
+    return .nanoseconds(Int64(min(max(seconds, -limit), limit) * 1e9))
   }
 
   /// The next time the timer fires. Settable from any thread, including its own handler.
+  /// A date in the past means now, as `CFRunLoopTimerSetNextFireDate` has it: set from the
+  /// timer's own handler, it makes a repeating timer fire again on the next pass.
   public var fireDate: LoopClock.Instant {
     get { binding.lock.withLock { storedFireDate } }
     set {
+      let newValue = max(newValue, .now)
       let owner = binding.lock.withLock { () -> Loop? in
         if let loop = binding.ownerUnlocked { return loop }
         storedFireDate = newValue
@@ -163,8 +186,9 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// Sets the fire date; the caller must hold `binding.lock`.
   func setFireDateUnlocked(_ date: LoopClock.Instant) { storedFireDate = date }
 
-  /// The fire date after one that has just fired: a later date the handler set is honoured,
-  /// otherwise the first point of the original grid after `now`.
+  /// The fire date after one that has just fired: a date the handler set is honoured (the
+  /// setter turns a past date into now, so it is later than the date just fired), otherwise
+  /// the first point of the original grid after `now`.
   static func nextFireDate(
     after fired: LoopClock.Instant, current: LoopClock.Instant, interval: Duration,
     now: LoopClock.Instant

@@ -43,10 +43,10 @@ extension Loop {
 
   func installTracer(_ newTracer: LoopTracer, token: UInt64) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
-      guard !tornDown else { throw .loopTornDown(thread: "\(threadID)") }
+      guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
       if let tracer, tracer !== newTracer {
         throw .invalidArgument(
-          name: "LoopTracer.attach(to:)", value: "loop of thread \(threadID)",
+          name: "LoopTracer.attach(to:)", value: "loop of \(threadDescription)",
           reason: "this loop already has a tracer; detach that one first")
       }
       tracer = newTracer

@@ -44,14 +44,65 @@ extension Loop {
     public var timeout: UInt64 = 0
   }
 
-  /// A snapshot of the counters. Safe from any thread; they only grow.
+  /// A snapshot of the counters. Safe from any thread; they only grow. Time running and
+  /// time asleep include the run and the sleep in progress, up to the moment of the call.
   public var metrics: Metrics {
     lock.withLock {
       var snapshot = counters
+      let now = LoopClock.Instant.now
+      if let start = outermostRunStart { snapshot.timeRunning += start.duration(to: now) }
+      if let start = sleepStart { snapshot.timeAsleep += start.duration(to: now) }
       snapshot.waits = waitGeneration
       snapshot.wakeUpWrites = wakeWrites
       snapshot.epollRebuilds = epollRebuilds
       return snapshot
     }
+  }
+}
+
+extension Loop.Metrics: CustomStringConvertible {
+  /// Three lines a person can read: time, wakes, work. For example:
+  /// ```
+  /// running 2.004 s: asleep 1.998 s (99.7 %), busy 0.006 s; 412 passes, 410 waits
+  /// woken 405 times: 400 wake-ups, 5 timers, 0 descriptors, 0 ports, 0 main queue, 0 timeouts
+  /// ran 400 blocks, 0 sources, 5 timers; 400 wake-up writes, 0 epoll rebuilds, 0 stale fds
+  /// ```
+  public var description: String {
+    let woken =
+      wakes.wakeUp + wakes.timer + wakes.descriptor + wakes.port + wakes.mainQueue
+      + wakes.timeout
+    let share =
+      timeRunning > .zero
+      ? " (\(Self.format(100 * Self.inSeconds(timeAsleep) / Self.inSeconds(timeRunning), digits: 1)) %)"
+      : ""
+    return """
+      running \(Self.seconds(timeRunning)): asleep \(Self.seconds(timeAsleep))\(share), \
+      busy \(Self.seconds(timeBusy)); \(passes) passes, \(waits) waits
+      woken \(woken) times: \(wakes.wakeUp) wake-ups, \(wakes.timer) timers, \
+      \(wakes.descriptor) descriptors, \(wakes.port) ports, \(wakes.mainQueue) main queue, \
+      \(wakes.timeout) timeouts
+      ran \(blocksRun) blocks, \(sourcesHandled) sources, \(timersFired) timers; \
+      \(wakeUpWrites) wake-up writes, \(epollRebuilds) epoll rebuilds, \
+      \(staleDescriptors) stale fds
+      """
+  }
+
+  private static func seconds(_ duration: Duration) -> String {
+    "\(format(inSeconds(duration), digits: 3)) s"
+  }
+
+  private static func inSeconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+  }
+
+  /// Fixed-point formatting without Foundation.
+  private static func format(_ value: Double, digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let scaled = Int64((abs(value) * scale).rounded())
+    let whole = scaled / Int64(scale)
+    let fraction = String(scaled % Int64(scale))
+    let padded = String(repeating: "0", count: digits - fraction.count) + fraction
+    return "\(value < 0 ? "-" : "")\(whole).\(padded)"
   }
 }

@@ -132,8 +132,9 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
         guard current !== loop else { return }
         guard current.hasExited else {
           throw .invalidArgument(
-            name: "LoopTracer.attach(to:)", value: "loop of thread \(loop.threadID)",
-            reason: "this tracer already follows the loop of thread \(current.threadID); detach it")
+            name: "LoopTracer.attach(to:)", value: "loop of \(loop.threadDescription)",
+            reason:
+              "this tracer already follows the loop of \(current.threadDescription); detach it")
         }
         current.removeTracer(self)
         state.token = 0

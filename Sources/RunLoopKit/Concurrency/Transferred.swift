@@ -1,0 +1,11 @@
+/// Carries a value that arrived as a `sending` parameter into the `@Sendable` closures and
+/// fields the loop keeps (which must be Sendable to be stored in shared items and queues).
+///
+/// `@unchecked Sendable` is true here without a lock: `sending` makes the compiler prove the
+/// caller keeps no access to the value (or to anything it captures), and the loop then uses
+/// it on one thread at a time — a handler only on its loop's thread, a block once. This is
+/// the one place that converts a `sending` value; every API that takes one goes through it.
+struct Transferred<Value>: @unchecked Sendable {  // `sending` proves no other access remains
+  let value: Value
+  init(_ value: consuming sending Value) { self.value = value }
+}

@@ -1,0 +1,32 @@
+import Glibc
+
+/// Which thread a loop belongs to, and checks that code runs there. CF has no public
+/// counterpart beyond comparing `CFRunLoopGetCurrent()` with a loop; SwiftNIO's
+/// `EventLoop.inEventLoop` and `preconditionInEventLoop()` are the model.
+extension Loop {
+  /// True on this loop's own thread (where `Loop.current === self`). Unlike comparing
+  /// pthread_t values, never true on a later thread that got the same pthread_t after this
+  /// one exited. False during the thread's exit, once its loop has been torn down.
+  public var isCurrent: Bool { LoopRegistry.shared.existingLoop() === self }
+
+  /// Traps unless called on this loop's thread, with a message naming both threads and
+  /// `what` was attempted. Use it at the top of code that touches state confined to the loop.
+  public func preconditionIsCurrent(
+    _ what: @autoclosure () -> String = "this code",
+    file: StaticString = #fileID, line: UInt = #line
+  ) {
+    guard !isCurrent else { return }
+    preconditionFailure(
+      """
+      RunLoopKit: \(what()) must run on the loop of \(threadDescription), but ran on \
+      \(ThreadName.current). Hand the work to that thread with loop.perform { … } (or \
+      ResidentThread.run { … } from async code).
+      """, file: file, line: line)
+  }
+
+  /// "thread 20665 \"network\"": the owner's kernel id and, when it has one, its name (a
+  /// resident thread's name), for messages and errors.
+  public var threadDescription: String {
+    ThreadName.describe(id: threadID, name: threadName)
+  }
+}
