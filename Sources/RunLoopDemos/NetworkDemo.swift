@@ -27,22 +27,30 @@ public enum NetworkDemo {
     try waitFor("the network thread to sleep") { thread.loop.isWaiting }
     let tracer = LoopTracer()
     try tracer.attach(to: thread.loop)
-    let session = EchoSession(tracer: tracer) { [weak thread] in thread?.isCurrent == true }
+    let finished = Locked(false)
+    // The sockets and everything that passed through them live on the network thread: the
+    // session is made there and reached only through a LoopBound, so it needs no lock and no
+    // Sendable conformance. This thread waits for a Sendable flag, then asks for a snapshot.
     let exchange = Result {
-      try thread.performAndWait { try session.start(on: Loop.current) }
-      try waitFor("the echo exchange to finish") { session.isFinished }
-    }
-    // On the loop's own thread, after the last callout was recorded: stop tracing, and close
-    // whatever a failure left open.
-    let cleanup = Result {
-      try thread.performAndWait {
-        tracer.detach()
-        session.closeAll()
+      let session = try thread.performAndWait { () throws -> LoopBound<EchoSession> in
+        let session = LoopBound(
+          EchoSession(tracer: tracer, loop: .current) { finished.value = true }, loop: .current)
+        try session.value.start()
+        return session
       }
+      try waitFor("the echo exchange to finish") { finished.value }
+      return session
     }
-    try exchange.get()  // the first failure is the one worth reporting
-    try cleanup.get()
-    let state = session.snapshot
+    // On the loop's own thread, after the last callout was recorded: stop tracing, close
+    // whatever a failure left open, and copy out what the demo reports.
+    let snapshot = try thread.performAndWait { () -> EchoSession.Snapshot? in
+      tracer.detach()
+      guard case .success(let session) = exchange else { return nil }
+      session.value.closeAll()
+      return session.value.snapshot
+    }
+    _ = try exchange.get()  // the first failure is the one worth reporting
+    guard let state = snapshot else { throw DemoError("the echo session was never set up") }
     if let failure = state.failure { throw DemoError(failure) }
 
     var report = DemoReport(name: "network", title: "a network thread serving sockets")
@@ -61,7 +69,10 @@ public enum NetworkDemo {
       switches its interest to readable. Closing is a message too: after the client shut \
       down its sending side the server read end-of-stream, closed, and the client read its \
       own end-of-stream. That is the shape of the networking threads of old Cocoa code, and \
-      of any reactor: many connections, one thread, no blocking call anywhere.
+      of any reactor: many connections, one thread, no blocking call anywhere. None of the \
+      state is Sendable: each connection is a plain object handed to its source's handler \
+      (a `sending` closure), and the session they share is a LoopBound that only the \
+      network thread can open.
       """
     return Outcome(
       report: report, serverReceived: state.serverReceived, clientReceived: state.clientReceived,
@@ -69,163 +80,113 @@ public enum NetworkDemo {
   }
 }
 
-/// The sockets and what passed through them. Only callbacks on the network thread change it;
-/// the mutex lets the demo's thread read it.
-final class EchoSession: Sendable {
-  struct State: Sendable {
+/// The sockets and what passed through them. A plain class that lives on the network
+/// thread: its callbacks reach it through a `LoopBound`, so it has no lock.
+final class EchoSession {
+  /// What the demo reports, copied out on the network thread.
+  struct Snapshot: Sendable {
     var notes: [String] = []
     var serverReceived: [String] = []
     var clientReceived: [String] = []
-    var clientBuffer: [UInt8] = []
-    var connecting = true
-    var finished = false
     var failure: String?
     var offThread = 0
-    /// Every socket opened, and the ones not closed yet.
+    /// Every socket opened.
     var descriptors: [Int32] = []
-    var open: Set<Int32> = []
-    var sources: [DescriptorSource] = []
   }
 
   let tracer: LoopTracer
-  let isOnThread: @Sendable () -> Bool
-  let state = Locked(State())
+  let loop: Loop
+  /// Called once, when the exchange is over (or failed).
+  let onFinish: @Sendable () -> Void
+  var snapshot = Snapshot()
+  private var open: Set<Int32> = []
+  private var sources: [DescriptorSource] = []
+  private var finished = false
 
-  init(tracer: LoopTracer, isOnThread: @escaping @Sendable () -> Bool) {
+  init(tracer: LoopTracer, loop: Loop, onFinish: @escaping @Sendable () -> Void) {
     self.tracer = tracer
-    self.isOnThread = isOnThread
+    self.loop = loop
+    self.onFinish = onFinish
   }
 
-  var isFinished: Bool { state.withLock { $0.finished } }
-  var snapshot: State { state.withLock { $0 } }
-
-  func note(_ text: String) {
-    state.withLock { $0.notes.append("\(stamp(tracer)): \(text)") }
-  }
+  func note(_ text: String) { snapshot.notes.append("\(stamp(tracer)): \(text)") }
 
   /// Runs on the network thread: opens the listener and starts the client's connect.
-  func start(on loop: Loop) throws {
+  func start() throws {
+    let session = LoopBound(self, loop: loop)  // what the callbacks share
     let (listener, port) = try TCPSocket.listen()
     opened(listener)
     let listenerSource = DescriptorSource(fileDescriptor: listener, label: "listener") {
-      [self] source, _ in
-      guard let connection = attempt({ try TCPSocket.accept(listener) }) else { return }
-      opened(connection)
-      note("listener: accepted a connection (fd \(connection)); listener closed")
-      source.invalidate()
-      closeSocket(listener)
-      let server = DescriptorSource(fileDescriptor: connection, label: "server") {
-        [self] source, _ in serve(source, connection)
-      }
-      track(server)
-      attempt { try loop.add(server, to: .default) }
+      source, _ in session.value.accept(source, listener, session)
     }
     track(listenerSource)
     try loop.add(listenerSource, to: .default)
-    let client = try TCPSocket.connect(port: port)
-    opened(client)
-    note("listening on 127.0.0.1:\(port) (fd \(listener)); client fd \(client) connecting")
+    let fd = try TCPSocket.connect(port: port)
+    opened(fd)
+    note("listening on 127.0.0.1:\(port) (fd \(listener)); client fd \(fd) connecting")
+    // The client's own state is a fresh object that only its handler holds: handed over
+    // with the handler (`sending`), no LoopBound needed.
+    let client = EchoClient(fd: fd, session: session)
     let clientSource = DescriptorSource(
-      fileDescriptor: client, label: "client", interest: .writable
-    ) { [self] source, events in
-      talk(source, client, events)
+      fileDescriptor: fd, label: "client", interest: .writable
+    ) { source, events in
+      client.talk(source, events)
     }
     track(clientSource)
     try loop.add(clientSource, to: .default)
   }
 
+  /// The listener: accept one connection, stop listening, serve the connection.
+  private func accept(
+    _ source: DescriptorSource, _ listener: Int32, _ session: LoopBound<EchoSession>
+  ) {
+    checkThread()
+    guard let fd = attempt({ try TCPSocket.accept(listener) }) else { return }
+    opened(fd)
+    note("listener: accepted a connection (fd \(fd)); listener closed")
+    source.invalidate()
+    closeSocket(listener)
+    let connection = EchoServerConnection(fd: fd, session: session)
+    let server = DescriptorSource(fileDescriptor: fd, label: "server") { source, _ in
+      connection.serve(source)
+    }
+    track(server)
+    attempt { try loop.add(server, to: .default) }
+  }
+
   private func opened(_ fd: Int32) {
-    state.withLock {
-      $0.descriptors.append(fd)
-      $0.open.insert(fd)
-    }
+    snapshot.descriptors.append(fd)
+    open.insert(fd)
   }
 
-  private func track(_ source: DescriptorSource) { state.withLock { $0.sources.append(source) } }
+  private func track(_ source: DescriptorSource) { sources.append(source) }
 
-  private func closeSocket(_ fd: Int32) {
-    if state.withLock({ $0.open.remove(fd) }) != nil { close(fd) }
+  func closeSocket(_ fd: Int32) {
+    if open.remove(fd) != nil { close(fd) }
   }
 
-  /// On the network thread, at the end: removes every source and closes every socket that a
-  /// failure left behind (after a clean exchange there are none).
+  /// At the end: removes every source and closes every socket that a failure left behind
+  /// (after a clean exchange there are none).
   func closeAll() {
-    let (sources, fds) = state.withLock { state in
-      defer {
-        state.sources = []
-        state.open = []
-      }
-      return (state.sources, state.open)
-    }
     for source in sources { source.invalidate() }
-    for fd in fds { close(fd) }
+    for fd in open { close(fd) }
+    sources = []
+    open = []
   }
 
-  /// The server's side of the connection: echo what comes, close at end of stream.
-  func serve(_ source: DescriptorSource, _ fd: Int32) {
-    checkThread()
-    guard let bytes = attempt({ try TCPSocket.read(fd) }) else { return }
-    if bytes.isEmpty {
-      note("server: end of stream; closes its side")
-      source.invalidate()
-      closeSocket(fd)
-      return
-    }
-    let text = String(decoding: bytes, as: UTF8.self)
-    state.withLock { $0.serverReceived.append(text) }
-    note("server: read \"\(text)\", echoes it")
-    attempt { try TCPSocket.write(fd, bytes) }
+  func finish() {
+    guard !finished else { return }
+    finished = true
+    onFinish()
   }
 
-  /// The client: send once connected, then one message per echo, then shut down.
-  func talk(_ source: DescriptorSource, _ fd: Int32, _ events: DescriptorSource.Events) {
-    checkThread()
-    if state.withLock({ $0.connecting }) {
-      guard let code = attempt({ try TCPSocket.connectResult(fd) }) else { return }
-      guard code == 0 else { return fail("connect finished with errno \(code)") }
-      state.withLock { $0.connecting = false }
-      note("client: connected (fd turned \(events)); sends \"\(NetworkDemo.messages[0])\"")
-      attempt { try TCPSocket.write(fd, Array(NetworkDemo.messages[0].utf8)) }
-      attempt { try source.setInterest(.readable) }
-      return
-    }
-    guard let bytes = attempt({ try TCPSocket.read(fd) }) else { return }
-    if bytes.isEmpty {
-      note("client: end of stream; closes, exchange over")
-      source.invalidate()
-      closeSocket(fd)
-      state.withLock { $0.finished = true }
-      return
-    }
-    // TCP is a stream: collect bytes until the whole echo of the last message is in.
-    let echoed = state.withLock { state -> String? in
-      state.clientBuffer += bytes
-      let expected = NetworkDemo.messages[state.clientReceived.count].utf8.count
-      guard state.clientBuffer.count >= expected else { return nil }
-      let text = String(decoding: state.clientBuffer, as: UTF8.self)
-      state.clientBuffer = []
-      state.clientReceived.append(text)
-      return text
-    }
-    guard let echoed else { return }
-    let sent = state.withLock { $0.clientReceived.count }
-    if sent < NetworkDemo.messages.count {
-      let next = NetworkDemo.messages[sent]
-      note("client: got the echo \"\(echoed)\"; sends \"\(next)\"")
-      attempt { try TCPSocket.write(fd, Array(next.utf8)) }
-    } else {
-      note("client: got the echo \"\(echoed)\"; shuts down its sending side")
-      shutdown(fd, Int32(SHUT_WR))
-    }
-  }
-
-  private func checkThread() {
-    if !isOnThread() { state.withLock { $0.offThread += 1 } }
+  func checkThread() {
+    if !loop.isCurrent { snapshot.offThread += 1 }
   }
 
   /// Runs a socket call; a failure ends the demo with its message.
   @discardableResult
-  private func attempt<T>(_ call: () throws -> T) -> T? {
+  func attempt<T>(_ call: () throws -> T) -> T? {
     do {
       return try call()
     } catch {
@@ -234,10 +195,89 @@ final class EchoSession: Sendable {
     }
   }
 
-  private func fail(_ message: String) {
-    state.withLock {
-      if $0.failure == nil { $0.failure = message }
-      $0.finished = true
+  func fail(_ message: String) {
+    if snapshot.failure == nil { snapshot.failure = message }
+    finish()
+  }
+}
+
+/// The server's side of the connection: echo what comes, close at end of stream. Plain
+/// state, owned by the server source's handler.
+final class EchoServerConnection {
+  let fd: Int32
+  let session: LoopBound<EchoSession>
+
+  init(fd: Int32, session: LoopBound<EchoSession>) {
+    self.fd = fd
+    self.session = session
+  }
+
+  func serve(_ source: DescriptorSource) {
+    let session = session.value
+    session.checkThread()
+    guard let bytes = session.attempt({ try TCPSocket.read(fd) }) else { return }
+    if bytes.isEmpty {
+      session.note("server: end of stream; closes its side")
+      source.invalidate()
+      session.closeSocket(fd)
+      return
+    }
+    let text = String(decoding: bytes, as: UTF8.self)
+    session.snapshot.serverReceived.append(text)
+    session.note("server: read \"\(text)\", echoes it")
+    session.attempt { try TCPSocket.write(fd, bytes) }
+  }
+}
+
+/// The client: send once connected, then one message per echo, then shut down. Plain state
+/// (a receive buffer, whether it is still connecting), owned by the client source's handler.
+final class EchoClient {
+  let fd: Int32
+  let session: LoopBound<EchoSession>
+  private var connecting = true
+  private var buffer: [UInt8] = []
+
+  init(fd: Int32, session: LoopBound<EchoSession>) {
+    self.fd = fd
+    self.session = session
+  }
+
+  func talk(_ source: DescriptorSource, _ events: DescriptorSource.Events) {
+    let session = session.value
+    session.checkThread()
+    if connecting {
+      guard let code = session.attempt({ try TCPSocket.connectResult(fd) }) else { return }
+      guard code == 0 else { return session.fail("connect finished with errno \(code)") }
+      connecting = false
+      session.note(
+        "client: connected (fd turned \(events)); sends \"\(NetworkDemo.messages[0])\"")
+      session.attempt { try TCPSocket.write(fd, Array(NetworkDemo.messages[0].utf8)) }
+      session.attempt { try source.setInterest(.readable) }
+      return
+    }
+    guard let bytes = session.attempt({ try TCPSocket.read(fd) }) else { return }
+    if bytes.isEmpty {
+      session.note("client: end of stream; closes, exchange over")
+      source.invalidate()
+      session.closeSocket(fd)
+      session.finish()
+      return
+    }
+    // TCP is a stream: collect bytes until the whole echo of the last message is in.
+    buffer += bytes
+    let received = session.snapshot.clientReceived.count
+    guard buffer.count >= NetworkDemo.messages[received].utf8.count else { return }
+    let echoed = String(decoding: buffer, as: UTF8.self)
+    buffer = []
+    session.snapshot.clientReceived.append(echoed)
+    let sent = received + 1
+    if sent < NetworkDemo.messages.count {
+      let next = NetworkDemo.messages[sent]
+      session.note("client: got the echo \"\(echoed)\"; sends \"\(next)\"")
+      session.attempt { try TCPSocket.write(fd, Array(next.utf8)) }
+    } else {
+      session.note("client: got the echo \"\(echoed)\"; shuts down its sending side")
+      shutdown(fd, Int32(SHUT_WR))
     }
   }
 }
