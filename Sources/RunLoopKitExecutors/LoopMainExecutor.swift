@@ -57,6 +57,9 @@ public final class LoopMainExecutor: SerialExecutor, Sendable {
 
   // MARK: SerialExecutor
 
+  /// Queues the job as a `Loop.main` perform block in its common modes, so it runs on the main
+  /// thread; while a `runUntil` is under way, each job then stops the run so the condition is
+  /// checked again. Traps once the main loop is torn down.
   public func enqueue(_ job: consuming ExecutorJob) {
     let unowned = UnownedJob(job)
     let serial = asUnownedSerialExecutor()
@@ -73,12 +76,15 @@ public final class LoopMainExecutor: SerialExecutor, Sendable {
     }
   }
 
+  /// This executor as an `UnownedSerialExecutor`, for the main actor.
   public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
     UnownedSerialExecutor(ordinary: self)
   }
 
+  /// Traps unless called on the main thread, with `Loop.main.executor`'s own check.
   public func checkIsolated() { loopExecutor.checkIsolated() }
 
+  /// True on the main thread (`Loop.main.isCurrent`) and false elsewhere; never nil.
   public func isIsolatingCurrentContext() -> Bool? { Loop.main.isCurrent }
 
   private func requireMainThread(_ what: String) {

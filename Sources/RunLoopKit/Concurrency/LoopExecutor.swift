@@ -22,6 +22,8 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
 
   init(loop: Loop) { self.loop = loop }
 
+  /// Queues the job as a `perform` block in the loop's common modes and wakes the loop; it
+  /// runs on the loop's thread, in FIFO order. Traps once the loop's thread has exited.
   public func enqueue(_ job: consuming ExecutorJob) {
     let unowned = UnownedJob(job)
     let serial = asUnownedSerialExecutor()
@@ -37,18 +39,23 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
     }
   }
 
+  /// This executor as an `UnownedSerialExecutor`, for an actor's `unownedExecutor`.
   public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
     UnownedSerialExecutor(ordinary: self)
   }
 
+  /// True when `other` runs its jobs on the same loop, and so on the same thread.
   public func isSameExclusiveExecutionContext(other: LoopExecutor) -> Bool {
     loop === other.loop
   }
 
+  /// Traps unless called on the loop's thread. The runtime calls it for `assumeIsolated`,
+  /// which therefore holds in any callback of this loop.
   public func checkIsolated() {
     loop.preconditionIsCurrent("an actor isolated to this loop's executor")
   }
 
+  /// True on the loop's thread and false elsewhere (`Loop.isCurrent`); never nil.
   public func isIsolatingCurrentContext() -> Bool? {
     loop.isCurrent
   }

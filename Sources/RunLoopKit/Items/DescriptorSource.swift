@@ -18,12 +18,20 @@ import CRunLoopShims
 public final class DescriptorSource: @unchecked Sendable {  // binding.lock / loop lock
   /// What a descriptor can report.
   public struct Events: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    /// The event bits, one per option below.
     public let rawValue: UInt8
+    /// Creates a set from its raw bits.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+    /// The descriptor can be read without blocking (EPOLLIN).
     public static let readable = Events(rawValue: 1 << 0)
+    /// The descriptor can be written without blocking (EPOLLOUT).
     public static let writable = Events(rawValue: 1 << 1)
+    /// The descriptor reported an error (EPOLLERR). Always reported; final until the interest is
+    /// set again.
     public static let error = Events(rawValue: 1 << 2)
+    /// The peer hung up (EPOLLHUP) or shut down its sending side (EPOLLRDHUP). Always reported;
+    /// only a full hang-up is final.
     public static let hangUp = Events(rawValue: 1 << 3)
     /// The descriptor no longer refers to the file the source was added with: it was closed
     /// (while a `dup` or a child process kept the file open, so the kernel still reported
@@ -31,6 +39,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     /// `error`; the source then stops polling. Invalidate it: nothing it reads is its own.
     public static let invalidDescriptor = Events(rawValue: 1 << 4)
 
+    /// The names of the events in the set, such as `[readable, hangUp]`.
     public var description: String {
       let names: [(Events, String)] = [
         (.readable, "readable"), (.writable, "writable"), (.error, "error"), (.hangUp, "hangUp"),
@@ -40,9 +49,13 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     }
   }
 
+  /// The descriptor the source watches (what `CFFileDescriptorGetNativeDescriptor` returns for a
+  /// `CFFileDescriptor`). The source does not own it.
   public let fileDescriptor: Int32
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
+  /// Lower orders are handled first when several descriptors are ready in one pass
+  /// (`CFRunLoopSourceGetOrder`).
   public let order: Int
   typealias Handler = (DescriptorSource, Events) -> Void
   /// Guarded by `binding.lock`; nil once the source is invalid, so what it captured is freed.
@@ -96,6 +109,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     self.storedHandler = handler
   }
 
+  /// What the source waits for: `.readable`, `.writable` or both. Error and hang-up are reported
+  /// whatever it holds.
   public var interest: Events { binding.lock.withLock { storedInterest } }
 
   /// Changes what the source waits for, in every mode it is in, and resumes polling after a
@@ -111,6 +126,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     try owner?.changeInterest(of: self, to: value) { storedInterest = value }
   }
 
+  /// False once the source was invalidated or its loop torn down. Mirrors
+  /// `CFRunLoopSourceIsValid`.
   public var isValid: Bool { binding.isValid }
 
   /// Unregisters the source from every mode; its handler is never called again. The handler,

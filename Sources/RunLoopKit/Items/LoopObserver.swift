@@ -6,8 +6,13 @@
 /// Like CF, observers never keep a mode alive, and an observer is not told again while its
 /// own callback is still running (a nested run inside the callback skips it).
 public final class LoopObserver: @unchecked Sendable {  // state under the loop lock / binding.lock
+  /// The activities the observer is told about (CF's activities mask).
   public let activities: Loop.Activity
+  /// Whether the observer is told every time; one that does not repeat is told once, then
+  /// invalidated.
   public let repeats: Bool
+  /// Lower orders are told first, equal orders in the order they were added
+  /// (`CFRunLoopObserverGetOrder`).
   public let order: Int
   typealias Handler = (LoopObserver, Loop.Activity) -> Void
   let binding = ItemBinding(kind: "LoopObserver")
@@ -19,6 +24,8 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   /// Guarded by the owner loop's lock.
   var isFiring = false
 
+  /// Creates an observer that calls `handler` on the loop's thread with each of `activities` as
+  /// it happens. Mirrors `CFRunLoopObserverCreateWithHandler`; add it to a loop to have it told.
   public init(
     activities: Loop.Activity,
     repeats: Bool = true,
@@ -31,6 +38,8 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
     self.storedHandler = handler
   }
 
+  /// False once the observer was invalidated (a one-shot observer once told) or its loop torn
+  /// down. Mirrors `CFRunLoopObserverIsValid`.
   public var isValid: Bool { binding.isValid }
 
   /// Removes the observer from every mode; it is never told anything again. Its handler, and

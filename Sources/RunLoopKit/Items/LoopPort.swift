@@ -39,6 +39,7 @@ public final class LoopPort<Message: Sendable>: Sendable {
     try mailbox.post(message)
   }
 
+  /// False once the port was invalidated or its loop torn down. Mirrors `CFMachPortIsValid`.
   public var isValid: Bool { source.isValid }
 
   /// The name given at creation, for traces.

@@ -64,8 +64,11 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     binding.owner?.wakeUp()
   }
 
+  /// True from `signal()` until the loop performs the source or it is invalidated.
   public var isSignalled: Bool { binding.lock.withLock { signalled } }
 
+  /// False once the source was invalidated or its loop torn down. Mirrors
+  /// `CFRunLoopSourceIsValid`.
   public var isValid: Bool { binding.isValid }
 
   /// Removes the source from every mode (calling `cancel` for each) and ignores later signals.

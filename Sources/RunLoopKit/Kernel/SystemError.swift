@@ -13,6 +13,7 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
   /// The errno the call left behind.
   public let errno: Int32
 
+  /// Records that `operation` failed on `subject` and left `errno` behind.
   public init(operation: String, subject: String, errno: Int32) {
     self.operation = operation
     self.subject = subject

@@ -1,6 +1,7 @@
 /// A dump of a loop's state, like the description CFRunLoop prints (`CFShow(runLoop)`):
 /// each mode with its manual sources, descriptor sources, timers (next fire) and observers.
 extension Loop: CustomDebugStringConvertible {
+  /// Several lines: the loop's state, then each mode with its items. Safe from any thread.
   public var debugDescription: String {
     lock.withLock {
       var lines: [String] = []

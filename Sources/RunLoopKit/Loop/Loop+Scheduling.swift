@@ -10,7 +10,11 @@ extension Loop {
   public func add(_ source: ManualSource, to mode: Mode) throws(LoopError) {
     try addItem(source, to: mode)
   }
+  /// Removes the source from `mode` (from every common mode with `.common`), calling its cancel
+  /// callback once per mode it leaves. Mirrors `CFRunLoopRemoveSource`.
   public func remove(_ source: ManualSource, from mode: Mode) { removeItem(source, from: mode) }
+  /// Whether the source is in `mode`; for `.common`, whether it was added to `.common`.
+  /// Mirrors `CFRunLoopContainsSource`.
   public func contains(_ source: ManualSource, in mode: Mode) -> Bool {
     containsItem(source, in: mode)
   }
@@ -23,19 +27,29 @@ extension Loop {
   public func add(_ source: DescriptorSource, to mode: Mode) throws(LoopError) {
     try addItem(source, to: mode)
   }
+  /// Unregisters the source's descriptor from `mode` (from every common mode with `.common`).
+  /// Mirrors `CFRunLoopRemoveSource`.
   public func remove(_ source: DescriptorSource, from mode: Mode) { removeItem(source, from: mode) }
+  /// Whether the source is in `mode`; for `.common`, whether it was added to `.common`.
+  /// Mirrors `CFRunLoopContainsSource`.
   public func contains(_ source: DescriptorSource, in mode: Mode) -> Bool {
     containsItem(source, in: mode)
   }
 
   // MARK: Ports
 
+  /// Schedules the port in `mode` (or in every common mode with `.common`), as
+  /// `CFRunLoopAddSource` does with a Mach port's source. Throws as for a descriptor source.
   public func add<Message>(_ port: LoopPort<Message>, to mode: Mode) throws(LoopError) {
     try addItem(port.source, to: mode)
   }
+  /// Takes the port out of `mode` (out of every common mode with `.common`); messages already
+  /// sent stay queued. Mirrors `CFRunLoopRemoveSource`.
   public func remove<Message>(_ port: LoopPort<Message>, from mode: Mode) {
     removeItem(port.source, from: mode)
   }
+  /// Whether the port is in `mode`; for `.common`, whether it was added to `.common`.
+  /// Mirrors `CFRunLoopContainsSource`.
   public func contains<Message>(_ port: LoopPort<Message>, in mode: Mode) -> Bool {
     containsItem(port.source, in: mode)
   }
@@ -46,15 +60,25 @@ extension Loop {
   public func add(_ timer: LoopTimer, to mode: Mode) throws(LoopError) {
     try addItem(timer, to: mode)
   }
+  /// Takes the timer out of `mode` (out of every common mode with `.common`) without
+  /// invalidating it. Mirrors `CFRunLoopRemoveTimer`.
   public func remove(_ timer: LoopTimer, from mode: Mode) { removeItem(timer, from: mode) }
+  /// Whether the timer is in `mode`; for `.common`, whether it was added to `.common`.
+  /// Mirrors `CFRunLoopContainsTimer`.
   public func contains(_ timer: LoopTimer, in mode: Mode) -> Bool { containsItem(timer, in: mode) }
 
   // MARK: Observers
 
+  /// Adds the observer to `mode` (or to every common mode with `.common`). Mirrors
+  /// `CFRunLoopAddObserver`; throws if it belongs to another loop or was invalidated.
   public func add(_ observer: LoopObserver, to mode: Mode) throws(LoopError) {
     try addItem(observer, to: mode)
   }
+  /// Removes the observer from `mode` (from every common mode with `.common`) without
+  /// invalidating it. Mirrors `CFRunLoopRemoveObserver`.
   public func remove(_ observer: LoopObserver, from mode: Mode) { removeItem(observer, from: mode) }
+  /// Whether the observer is in `mode`; for `.common`, whether it was added to `.common`.
+  /// Mirrors `CFRunLoopContainsObserver`.
   public func contains(_ observer: LoopObserver, in mode: Mode) -> Bool {
     containsItem(observer, in: mode)
   }

@@ -22,6 +22,7 @@ public enum LoopError: Error, Equatable, Sendable, CustomStringConvertible {
   /// The call would wait for the calling thread itself (joining a thread from inside it).
   case calledOnOwnThread(operation: String, thread: String)
 
+  /// A sentence that says what went wrong and, where it helps, what to do instead.
   public var description: String {
     switch self {
     case .system(let error):

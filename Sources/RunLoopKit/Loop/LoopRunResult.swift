@@ -10,6 +10,7 @@ extension Loop {
     /// A source was handled and the run was asked to return after one.
     case handledSource = 4
 
+    /// The case's name, such as `timedOut`.
     public var description: String {
       switch self {
       case .finished: "finished"

@@ -11,6 +11,7 @@ extension Loop {
     /// Never block: poll until there is work. Lowest latency, one full core while idle.
     case busyWait
 
+    /// A short form such as `sleep`, `spin 1 µs then sleep` or `busy-wait`.
     public var description: String {
       switch self {
       case .sleep: "sleep"

@@ -62,6 +62,7 @@ public final class ResidentThread: Sendable {
     }
   }
 
+  /// The name the thread was started with, as `top -H`, `ps -L` and gdb show it.
   public var name: String { core.name }
 
   /// The thread's run loop: add timers, descriptor sources, ports and observers to it.

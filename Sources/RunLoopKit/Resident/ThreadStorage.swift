@@ -5,8 +5,10 @@ import Glibc
 /// untyped strings, this key carries the value's type.
 public struct ThreadStorageKey<Value>: Hashable, Sendable {
   private let id = SignalClock.next()
+  /// A name for debugging; two keys with the same name are still distinct.
   public let name: String
 
+  /// Makes a new key, distinct from every other, even one with the same name.
   public init(_ name: String) { self.name = name }
 }
 
@@ -28,6 +30,7 @@ public final class ThreadStorage {
     return storage
   }
 
+  /// The value stored under `key` on this thread, or nil; setting nil removes it.
   public subscript<Value>(key: ThreadStorageKey<Value>) -> Value? {
     get { values[key] as? Value }
     set { values[key] = newValue }
@@ -36,6 +39,7 @@ public final class ThreadStorage {
   /// Removes every value.
   public func removeAll() { values.removeAll() }
 
+  /// How many values are stored.
   public var count: Int { values.count }
 }
 

@@ -17,6 +17,8 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   public let interval: Duration?
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
+  /// Kept for parity with `CFRunLoopTimerGetOrder`. Like CF, the loop ignores it: timers due
+  /// together fire by fire date, then in the order they were created.
   public let order: Int
   typealias Handler = (LoopTimer) -> Void
   let binding = ItemBinding(kind: "LoopTimer")
@@ -159,6 +161,8 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     }
   }
 
+  /// False once the timer was invalidated, a one-shot timer has fired, or its loop was torn
+  /// down. Mirrors `CFRunLoopTimerIsValid`.
   public var isValid: Bool { binding.isValid }
 
   /// Stops the timer for good and removes it from every mode, then releases its handler and

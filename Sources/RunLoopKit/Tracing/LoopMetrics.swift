@@ -9,12 +9,15 @@ extension Loop {
     /// Waits that actually blocked in the kernel, and what ended them. One wake can have
     /// several causes (a timer and a descriptor ready together); each is counted.
     public var wakes = WakeCauses()
-    /// Time spent blocked in the kernel, and time inside outermost `run` calls in all.
+    /// Time spent blocked in the kernel.
     public var timeAsleep: Duration = .zero
+    /// Time spent inside outermost `run` calls in all, asleep or not.
     public var timeRunning: Duration = .zero
-    /// Work done: blocks run, sources handled (manual, descriptor and port), timers fired.
+    /// Blocks run from the loop's queue (`perform` blocks and executor jobs).
     public var blocksRun: UInt64 = 0
+    /// Sources handled: manual sources performed, descriptor and port handlers called.
     public var sourcesHandled: UInt64 = 0
+    /// Timer handlers called.
     public var timersFired: UInt64 = 0
     /// Times a poster wrote the wake-up eventfd. Posts to a busy or spinning loop cost none.
     public var wakeUpWrites: UInt64 = 0

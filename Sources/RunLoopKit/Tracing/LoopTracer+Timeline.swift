@@ -17,6 +17,7 @@ extension LoopTracer {
     /// Descriptor sources and ports handled after a wake.
     case descriptors
 
+    /// The lane's label in a timeline, such as `timers` or `fds & ports`.
     public var description: String {
       switch self {
       case .run: "run"

@@ -28,6 +28,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     public var depth: Int
     /// The mode the run was in.
     public var mode: Loop.Mode
+    /// What happened.
     public var kind: Kind
 
     /// When it ended, measured from the tracer's creation.
@@ -64,7 +65,9 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
 
   /// What ended a sleep.
   public enum WakeCause: Sendable, Equatable, CustomStringConvertible {
+    /// A `LoopPort` got a message; carries the port's label, or `port`.
     case port(String)
+    /// A descriptor source became ready; carries its label (or `fd N`) and its descriptor.
     case descriptor(String, fd: Int32)
     /// The mode's timerfd: a timer is due.
     case timer
@@ -79,6 +82,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     /// stayed open elsewhere); the loop rebuilds that mode's epoll set.
     case unregisteredDescriptor
 
+    /// A short phrase for timelines, such as `timer`, `wake-up` or a port's label.
     public var description: String {
       switch self {
       case .port(let name): name == "port" ? name : "port \"\(name)\""
