@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 @testable import RunLoopKit
@@ -6,6 +7,62 @@ import Testing
 /// The README's API tour, verbatim, so the README cannot drift from code that compiles and runs.
 extension RunLoopKitTests {
   @Suite("README tour") struct ReadmeTour {
+    @Test("Thread-bound state: a non-Sendable connection handed to a descriptor source")
+    func tourThreadBoundHandOver() throws {
+      let network = try ResidentThread(name: "network")
+      let (readEnd, writeEnd) = makePipe()
+      defer {
+        close(readEnd)
+        close(writeEnd)
+      }
+      // --- README: hand it over ---
+      // A connection's state: a plain class, neither Sendable nor locked.
+      final class Connection {
+        var received: [UInt8] = []
+      }
+      let connection = Connection()
+      let reader = DescriptorSource(fileDescriptor: readEnd) { source, _ in
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = read(readEnd, &buffer, buffer.count)
+        connection.received += buffer.prefix(max(count, 0))  // only ever on the network thread
+        if count <= 0 { source.invalidate() }
+      }
+      try network.loop.add(reader, to: .default)
+      // --- end ---
+      _ = write(writeEnd, "hi", 2)
+      #expect(waitUntil { (try? network.performAndWait { reader.isValid }) == true })
+      // --- README: delayed ---
+      let retry = try network.perform(after: .seconds(2)) { print("reconnecting") }
+      let prevented = retry.cancel()  // true: it will not run; false: it had already started
+      // --- end ---
+      #expect(prevented)
+      #expect(retry.state == .cancelled)
+      reader.invalidate()
+    }
+
+    @Test("Thread-bound state: a result set in a LoopBoundBox shared by callbacks")
+    func tourThreadBoundBox() async throws {
+      // --- README: bind it ---
+      final class ResultSet {
+        var rows: [String] = []
+      }
+      let database = try ResidentThread(name: "database")
+      // Made on the database thread, and opened only there.
+      let results = try database.performAndWait { LoopBoundBox(ResultSet(), loop: .current) }
+      try database.perform { results.value.rows += ["apple", "apricot", "banana"] }
+      let refresh = try LoopTimer(after: .milliseconds(10)) { _ in
+        results.value.rows.append("avocado")  // another callback on that thread opens it too
+      }
+      try database.loop.add(refresh, to: .common)
+      let matches = try await database.run {  // ask the thread; only Sendable values come back
+        results.value.rows.filter { $0.hasPrefix("ap") }
+      }
+      // --- end ---
+      #expect(matches == ["apple", "apricot"])
+      let all = try await database.run { results.value.rows }
+      #expect(all.prefix(3) == ["apple", "apricot", "banana"])
+    }
+
     @Test("1. Keep a thread alive with a port and send it work")
     func tourKeepAlive() throws {
       let handled = Recorder()

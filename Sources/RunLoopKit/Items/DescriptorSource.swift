@@ -75,7 +75,9 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   ///   - label: a name for traces and `debugDescription`.
   ///   - interest: `.readable`, `.writable` or both (error and hang-up are always reported).
   ///   - order: lower orders are handled first when several descriptors are ready at once.
-  ///   - handler: called on the loop's thread with what the descriptor reported.
+  ///   - handler: called on the loop's thread with what the descriptor reported. A `sending`
+  ///     closure: it may capture a non-Sendable value (a connection's state) that the caller
+  ///     hands over and no longer uses.
   public convenience init(
     fileDescriptor: Int32,
     label: String? = nil,

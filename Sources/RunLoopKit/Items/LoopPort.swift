@@ -17,7 +17,8 @@ public final class LoopPort<Message: Sendable>: Sendable {
   /// - Parameters:
   ///   - label: a name for traces and `debugDescription`.
   ///   - order: lower orders are handled first when several sources are ready.
-  ///   - handler: called on the loop's thread with each message, in order.
+  ///   - handler: called on the loop's thread with each message, in order; a `sending`
+  ///     closure, so it may capture a non-Sendable value the caller hands over.
   public init(
     label: String? = nil, order: Int = 0, handler: sending @escaping (Message) -> Void
   ) throws(LoopError) {

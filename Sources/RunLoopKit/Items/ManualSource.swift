@@ -34,7 +34,10 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   ///   - order: lower orders are performed first (CF's `order`).
   ///   - schedule: called on the adding thread each time the source joins a mode.
   ///   - cancel: called each time it leaves a mode (removal, invalidation, loop teardown).
-  ///   - perform: called on the loop's thread when the source is performed.
+  ///   - perform: called on the loop's thread when the source is performed. A `sending`
+  ///     closure: it may capture a non-Sendable value the caller hands over (the source runs
+  ///     on one loop only). `schedule` and `cancel` stay `@Sendable`: they run on whichever
+  ///     thread adds or removes the source.
   public init(
     label: String? = nil,
     order: Int = 0,
