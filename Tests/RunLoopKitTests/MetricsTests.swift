@@ -31,6 +31,32 @@ extension RunLoopKitTests {
       #expect(thread.loop.metrics.timeAsleep >= metrics.timeAsleep + .milliseconds(50))
     }
 
+    @Test("timeAsleep and timeRunning never go backwards between snapshots")
+    func metricsOnlyGrow() throws {
+      let thread = try ResidentThread(name: "metered")
+      let stop = Box(false)
+      // A poster keeps the loop waking up, so snapshots land on every edge of a sleep.
+      let poster = TestThread {
+        while !stop.value {
+          try? thread.perform {}
+          usleep(20)
+        }
+      }
+      var last = thread.loop.metrics
+      var backwards = 0
+      for _ in 0..<100_000 {
+        let next = thread.loop.metrics
+        if next.timeAsleep < last.timeAsleep || next.timeRunning < last.timeRunning {
+          backwards += 1
+        }
+        last = next
+      }
+      stop.value = true
+      poster.join()
+      #expect(backwards == 0)
+      #expect(last.wakes.wakeUp > 0)
+    }
+
     @Test("Metrics print as three readable lines")
     func metricsDescription() throws {
       let text = try onLoopThread { loop -> String in

@@ -225,6 +225,33 @@ extension RunLoopKitTests {
       #expect(recorder.all.isEmpty)
     }
 
+    @Test(
+      "67. perform(at:) in several modes either throws with the block never run, or runs it once"
+    )
+    func test_67_severalModesAllOrNothing() throws {
+      let thread = try ResidentThread(name: "modes")
+      let ran = RunCounts(200)
+      var refused = 0
+      for round in 0..<200 {
+        // A deadline already past, and a second mode that cannot be used: the loop must not
+        // get to run the block between the first add and the refusal.
+        do {
+          try thread.loop.perform(at: .now.advanced(by: .seconds(-1)), in: [.default, ""]) {
+            ran.mark(round)
+          }
+        } catch {
+          refused += 1
+        }
+      }
+      let good = try thread.loop.perform(after: .zero, in: [.default, "other"]) {
+        ran.mark(0)
+      }
+      #expect(waitUntil { good.state == .ran })
+      try thread.performAndWait {}
+      #expect(refused == 200)
+      #expect(ran.total == 1)
+    }
+
     @Test("loop.preconditionIsCurrent passes on the loop's thread and traps elsewhere")
     func preconditionIsCurrent() async throws {
       let thread = try ResidentThread(name: "checked")

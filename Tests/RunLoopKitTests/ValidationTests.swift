@@ -113,6 +113,24 @@ extension RunLoopKitTests {
       #expect(text.contains("regular files and directories cannot be polled"))
     }
 
+    @Test("An item removed from a loop whose thread exited cannot join another loop")
+    func itemsAreBoundForLife() throws {
+      let timer = try LoopTimer(after: .seconds(60)) { _ in }
+      try onLoopThread { loop in
+        try loop.add(timer, to: .default)
+        loop.remove(timer, from: .default)  // removed, not invalidated: it stays valid
+      }
+      #expect(timer.isValid)
+      // The first loop is gone (torn down, and nothing holds it): the timer stays bound.
+      #expect(throws: LoopError.boundToAnotherLoop(item: "LoopTimer")) {
+        try onLoopThread { loop in try loop.add(timer, to: .default) }
+      }
+      // A failed first add leaves the item free.
+      let source = ManualSource {}
+      #expect(throws: LoopError.self) { try Loop.current.add(source, to: "") }
+      try onLoopThread { loop in try loop.add(source, to: .default) }
+    }
+
     @Test("Errors about a resident thread's loop name the thread")
     func errorsNameTheResidentThread() throws {
       let thread = try ResidentThread(name: "net-io")

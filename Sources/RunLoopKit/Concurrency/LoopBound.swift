@@ -6,8 +6,12 @@
 ///
 /// The wrapper itself can go anywhere — into a `@Sendable` closure, another thread, an
 /// actor — but `value` can be read or changed only on `loop`'s thread; anywhere else it traps
-/// with a message naming both threads. So the compiler's `Sendable` checking and a run-time
-/// check together keep the value on its thread.
+/// with a message naming both threads.
+///
+/// The check guards the way in, not what you do with the value once you hold it: a reference
+/// read out on the loop's thread is an ordinary value to the compiler, which will let you send
+/// it on (into another loop's `perform`, say). SwiftNIO's `NIOLoopBound` has the same limit.
+/// Use the value where you read it, and hand results back as Sendable copies.
 ///
 /// ```swift
 /// let results = try thread.performAndWait {

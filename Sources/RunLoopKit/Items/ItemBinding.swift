@@ -7,6 +7,9 @@
 final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lock`
   let lock = Lock()
   private weak var loop: Loop?
+  /// Set by the first successful bind: once the loop is gone (its thread exited and nothing
+  /// holds it), the item must not move to another loop and run on a second thread.
+  private var everBound = false
   private var valid = true
   let kind: String
 
@@ -38,14 +41,19 @@ final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lo
         guard current === target else { throw .boundToAnotherLoop(item: kind) }
         return false
       }
+      guard !everBound else { throw .boundToAnotherLoop(item: kind) }
       loop = target
+      everBound = true
       return true
     }
   }
 
   /// Undoes a binding made by an add that then failed, so the item is free again.
   func unbind() {
-    lock.withLock { loop = nil }
+    lock.withLock {
+      loop = nil
+      everBound = false
+    }
   }
 
   /// Marks the item invalid; returns the loop it must be removed from, if any, the first time.

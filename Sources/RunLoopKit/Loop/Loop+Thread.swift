@@ -7,7 +7,12 @@ extension Loop {
   /// True on this loop's own thread (where `Loop.current === self`). Unlike comparing
   /// pthread_t values, never true on a later thread that got the same pthread_t after this
   /// one exited. False during the thread's exit, once its loop has been torn down.
-  public var isCurrent: Bool { LoopRegistry.shared.existingLoop() === self }
+  public var isCurrent: Bool {
+    if let mine = LoopRegistry.shared.existingLoop() { return mine === self }
+    // `Loop.main` may have been made by another thread before the main thread asked for
+    // it; the table still knows it (a torn-down loop has left the table).
+    return LoopRegistry.shared.registeredLoop(for: pthread_self()) === self
+  }
 
   /// Traps unless called on this loop's thread, with a message naming both threads and
   /// `what` was attempted. Use it at the top of code that touches state confined to the loop.
@@ -16,7 +21,9 @@ extension Loop {
     file: StaticString = #fileID, line: UInt = #line
   ) {
     guard !isCurrent else { return }
-    preconditionFailure(
+    // fatalError, not preconditionFailure: this check guards thread-confined state, so it
+    // must hold in -Ounchecked builds too.
+    fatalError(
       """
       RunLoopKit: \(what()) must run on the loop of \(threadDescription), but ran on \
       \(ThreadName.current). Hand the work to that thread with loop.perform { … } (or \

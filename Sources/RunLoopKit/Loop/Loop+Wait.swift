@@ -208,7 +208,9 @@ extension Loop {
     _ causes: WakeCauses, slept: (start: LoopClock.Instant, end: LoopClock.Instant)
   ) {
     var causes = causes
-    counters.timeAsleep += slept.start.duration(to: slept.end)
+    let end = max(slept.end, asleepReportedUntil ?? slept.end)
+    asleepReportedUntil = nil
+    counters.timeAsleep += slept.start.duration(to: end)
     if causes == WakeCauses() { causes.timeout = 1 }
     counters.wakes.port += causes.port
     counters.wakes.mainQueue += causes.mainQueue

@@ -67,6 +67,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// from `run` (a resident thread's) still reports true figures.
   var outermostRunStart: LoopClock.Instant?
   var sleepStart: LoopClock.Instant?
+  /// The latest instant a `metrics` snapshot counted the current sleep up to. The sleep's end
+  /// is read just before the lock is taken, so it may be earlier; counting the sleep to this
+  /// instant at least keeps `timeAsleep` from going backwards between snapshots.
+  var asleepReportedUntil: LoopClock.Instant?
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
   /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
@@ -365,7 +369,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   /// Queues a block that runs in whichever mode the loop runs next, nested runs included.
-  func performInAnyMode(_ block: sending @escaping () -> Void) throws(LoopError) {
+  func performInAnyMode(_ block: @escaping () -> Void) throws(LoopError) {
     try enqueue(QueuedBlock(modes: .any, block: block))
   }
 

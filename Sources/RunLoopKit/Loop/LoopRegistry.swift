@@ -44,6 +44,11 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
     pthread_getspecific(key).map { Unmanaged<Loop>.fromOpaque($0).takeUnretainedValue() }
   }
 
+  /// The loop registered for `thread`, if any, without creating one.
+  func registeredLoop(for thread: pthread_t) -> Loop? {
+    lock.withLock { loops[thread] }
+  }
+
   func main() -> Loop {
     if crl_is_main_thread() != 0 { return current() }
     let mainThread = crl_main_thread()

@@ -84,9 +84,9 @@ public final class ResidentThread: Sendable {
   }
 
   /// Runs `block` once on the thread, no earlier than `delay` from now (see
-  /// `Loop.perform(after:in:_:)`). A block whose time has not come when the thread stops
-  /// does not run: `stop()` finishes the work that is due, and the handle of one still
-  /// waiting says `.abandoned`.
+  /// `Loop.perform(after:in:_:)`). `stop()` finishes the plain blocks sent before it, not
+  /// delayed ones: a delayed block that has not run when the loop ends — even one already
+  /// due — does not run, and its handle says `.abandoned`.
   /// - Returns: a handle whose `cancel()` prevents the block, from any thread.
   /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
   @discardableResult
@@ -108,7 +108,7 @@ public final class ResidentThread: Sendable {
   /// Runs `body` on the thread and waits for it; returns its value or rethrows its error.
   /// Called on the resident thread itself, it runs `body` inline.
   /// - Throws: what `body` throws, or `LoopError.stopped` if the thread no longer accepts work.
-  public func performAndWait<T>(_ body: () throws -> T) throws -> T {
+  public func performAndWait<T: Sendable>(_ body: sending () throws -> T) throws -> T {
     if isCurrent { return try body() }
     return try withoutActuallyEscaping(body) { escapable in
       let handoff = Handoff(escapable)

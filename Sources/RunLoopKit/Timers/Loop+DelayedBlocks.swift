@@ -9,7 +9,7 @@ extension Loop {
   ///
   /// The block is a one-shot `LoopTimer` labelled "perform(after:)" (that is the name traces
   /// show); it keeps its modes alive until it runs or is cancelled. If the loop's thread
-  /// exits first, the block does not run and its handle says `.abandoned`.
+  /// exits before the block has run, it does not run and its handle says `.abandoned`.
   ///
   /// - Returns: a handle whose `cancel()` prevents the block from any thread and reports
   ///   whether it will not run.
@@ -35,7 +35,9 @@ extension Loop {
     }
     let outcome = ScheduledBlock.Outcome()
     let watch = ScheduledBlock.AbandonWatch(outcome)
-    let timer = try LoopTimer(label: "perform(after:)", fireAt: deadline) { _ in
+    // Joins every mode while it cannot fire, then gets its date: with the date set first, the
+    // loop could run the block after the first add and a later add could still throw.
+    let timer = try LoopTimer(label: "perform(after:)", fireAt: .distantFuture) { _ in
       // The one compare-and-swap that decides between running and a racing cancel().
       guard watch.outcome.claim(.ran) else { return }
       block()
@@ -46,6 +48,7 @@ extension Loop {
       timer.invalidate()
       throw error
     }
+    timer.fireDate = deadline
     return ScheduledBlock(deadline: deadline, outcome: outcome, timer: timer)
   }
 }

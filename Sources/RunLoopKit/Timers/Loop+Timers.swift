@@ -17,10 +17,11 @@ extension Loop {
     }
   }
 
-  /// Fires every timer of this mode whose fire date has come, earliest first. Like CF, the
-  /// due timers are only candidates: each is checked again right before its own callout, since
-  /// an earlier handler may have removed, invalidated or postponed it, or a nested run may have
-  /// fired it already.
+  /// Fires every timer of this mode whose fire date has come, earliest first. As in CF, the
+  /// due timers are only candidates, each checked again right before its own callout: an
+  /// earlier handler may have invalidated or postponed it, or a nested run fired it already.
+  /// Unlike CF, which checks only that a timer is still valid, this also skips one an earlier
+  /// handler removed from the mode (a deliberate difference, listed in the README).
   func fireTimers(in mode: ModeState) {
     let now = LoopClock.Instant.now
     let candidates = lock.withLock { () -> [LoopTimer] in

@@ -54,7 +54,10 @@ extension Loop {
       var snapshot = counters
       let now = LoopClock.Instant.now
       if let start = outermostRunStart { snapshot.timeRunning += start.duration(to: now) }
-      if let start = sleepStart { snapshot.timeAsleep += start.duration(to: now) }
+      if let start = sleepStart {
+        snapshot.timeAsleep += start.duration(to: now)
+        asleepReportedUntil = now
+      }
       snapshot.waits = waitGeneration
       snapshot.wakeUpWrites = wakeWrites
       snapshot.epollRebuilds = epollRebuilds
