@@ -62,12 +62,18 @@ final class LoopMainExecutorTests: XCTestCase {
   /// Runs the main executor until `body`, run in a detached task, has produced its value.
   private func runUntilValue<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
     let result = Box<T>()
+    let stopQueued = DispatchSemaphore(value: 0)
     Task.detached {
       let value = await body()
       result.value = value
       LoopMainExecutor.shared.stop()  // wakes the loop so runUntil looks again
+      stopQueued.signal()
     }
     try LoopMainExecutor.shared.runUntil { result.value != nil }
+    // runUntil may have seen the value before that stop ran: consume it here, or it would end
+    // whichever Loop.main run comes next (another test's).
+    stopQueued.wait()
+    drainMainLoop()
     return result.value!
   }
 }
@@ -81,3 +87,6 @@ final class Box<T: Sendable>: @unchecked Sendable {  // `stored` is only touched
     set { lock.withLock { stored = newValue } }
   }
 }
+
+/// Runs whatever is queued on `Loop.main` in one pass that never sleeps.
+private func drainMainLoop() { Loop.main.run(in: .default, for: .zero) }
