@@ -77,10 +77,12 @@ extension Loop.Metrics: CustomStringConvertible {
     let woken =
       wakes.wakeUp + wakes.timer + wakes.descriptor + wakes.port + wakes.mainQueue
       + wakes.timeout
-    let share =
-      timeRunning > .zero
-      ? " (\(Self.format(100 * Self.inSeconds(timeAsleep) / Self.inSeconds(timeRunning), digits: 1)) %)"
-      : ""
+    var share = ""
+    if timeRunning > .zero {
+      let asleep = Double(timeAsleep.saturatedNanoseconds)
+      let permille = (1000 * asleep / Double(timeRunning.saturatedNanoseconds)).rounded()
+      share = " (\(LoopTracer.fixed(Int64(permille), unit: 10, decimals: 1)) %)"
+    }
     return """
       running \(Self.seconds(timeRunning)): asleep \(Self.seconds(timeAsleep))\(share), \
       busy \(Self.seconds(timeBusy)); \(passes) passes, \(waits) waits
@@ -93,22 +95,8 @@ extension Loop.Metrics: CustomStringConvertible {
       """
   }
 
+  /// "1.234 s", with the tracer's fixed-point formatting.
   private static func seconds(_ duration: Duration) -> String {
-    "\(format(inSeconds(duration), digits: 3)) s"
-  }
-
-  private static func inSeconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
-  }
-
-  /// Fixed-point formatting without Foundation.
-  private static func format(_ value: Double, digits: Int) -> String {
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = Int64((abs(value) * scale).rounded())
-    let whole = scaled / Int64(scale)
-    let fraction = String(scaled % Int64(scale))
-    let padded = String(repeating: "0", count: digits - fraction.count) + fraction
-    return "\(value < 0 ? "-" : "")\(whole).\(padded)"
+    LoopTracer.fixed(duration.saturatedNanoseconds, unit: 1_000_000_000, decimals: 3) + " s"
   }
 }
