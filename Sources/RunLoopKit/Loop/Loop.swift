@@ -149,8 +149,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   public func run(
     in mode: Mode = .default, for duration: Duration, returnAfterSourceHandled: Bool = false
   ) -> RunResult {
-    let deadline = LoopClock.Instant.now.advanced(by: max(duration, .zero))
-    return runMode(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
+    return runMode(
+      mode, until: .after(duration), returnAfterSourceHandled: returnAfterSourceHandled)
   }
 
   /// Runs the loop in `mode` until `deadline`, or until stopped, empty or a source is handled.

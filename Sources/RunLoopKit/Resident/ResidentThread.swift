@@ -93,7 +93,7 @@ public final class ResidentThread: Sendable {
   public func perform(
     after delay: Duration, _ block: sending @escaping () -> Void
   ) throws(LoopError) -> ScheduledBlock {
-    try core.schedule(at: .now.advanced(by: max(delay, .zero)), Transferred(block))
+    try core.schedule(block, at: .after(delay))
   }
 
   /// Runs `block` once on the thread at `deadline` or later; otherwise as
@@ -102,7 +102,7 @@ public final class ResidentThread: Sendable {
   public func perform(
     at deadline: LoopClock.Instant, _ block: sending @escaping () -> Void
   ) throws(LoopError) -> ScheduledBlock {
-    try core.schedule(at: deadline, Transferred(block))
+    try core.schedule(block, at: deadline)
   }
 
   /// Runs `body` on the thread and waits for it; returns its value or rethrows its error.

@@ -148,11 +148,11 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   /// Schedules a delayed block, or throws if the thread no longer accepts work; checked and
   /// scheduled under one lock hold, as `perform` is.
   func schedule(
-    at deadline: LoopClock.Instant, _ block: Transferred<() -> Void>
+    _ block: @escaping () -> Void, at deadline: LoopClock.Instant
   ) throws(LoopError) -> ScheduledBlock {
     try lock.withLock { () throws(LoopError) -> ScheduledBlock in
       guard state == .running, let storedLoop else { throw .stopped(thread: name) }
-      return try storedLoop.perform(at: deadline) { block.value() }
+      return try storedLoop.schedule(block, at: deadline, in: [.common])
     }
   }
 

@@ -19,7 +19,7 @@ extension Loop {
   public func perform(
     after delay: Duration, in modes: [Mode] = [.common], _ block: sending @escaping () -> Void
   ) throws(LoopError) -> ScheduledBlock {
-    try perform(at: .now.advanced(by: max(delay, .zero)), in: modes, block)
+    try schedule(block, at: .after(delay), in: modes)
   }
 
   /// Runs `block` once on the loop's thread at `deadline` or later; a deadline in the past
@@ -29,6 +29,14 @@ extension Loop {
     at deadline: LoopClock.Instant, in modes: [Mode] = [.common],
     _ block: sending @escaping () -> Void
   ) throws(LoopError) -> ScheduledBlock {
+    try schedule(block, at: deadline, in: modes)
+  }
+
+  /// `perform(at:in:_:)` for every caller, the resident thread's included: a `sending` block
+  /// needs no further proof once it is here, so nothing below has to carry that proof.
+  func schedule(
+    _ block: @escaping () -> Void, at deadline: LoopClock.Instant, in modes: [Mode]
+  ) throws(LoopError) -> ScheduledBlock {
     guard !modes.isEmpty else {
       throw .invalidArgument(
         name: "modes", value: "[]", reason: "a block needs at least one mode to run in")
@@ -37,7 +45,7 @@ extension Loop {
     let watch = ScheduledBlock.AbandonWatch(outcome)
     // Joins every mode while it cannot fire, then gets its date: with the date set first, the
     // loop could run the block after the first add and a later add could still throw.
-    let timer = try LoopTimer(label: "perform(after:)", fireAt: .distantFuture) { _ in
+    let timer = try LoopTimer(label: "perform(after:)", firstFireAt: .distantFuture) { _ in
       // The one compare-and-swap that decides between running and a racing cancel().
       guard watch.outcome.claim(.ran) else { return }
       block()

@@ -22,6 +22,10 @@ public struct LoopClock: Clock, Sendable {
     /// The current instant, read from CLOCK_MONOTONIC.
     public static var now: Instant { Instant(nanoseconds: crl_monotonic_now_ns()) }
 
+    /// Now plus `delay`, a negative delay counting as zero: the one rule every delay in
+    /// RunLoopKit follows (timers, delayed blocks, run durations).
+    static func after(_ delay: Duration) -> Instant { now.advanced(by: max(delay, .zero)) }
+
     /// The instant `duration` later (earlier when negative); saturates instead of overflowing.
     public func advanced(by duration: Duration) -> Instant {
       let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.saturatedNanoseconds)

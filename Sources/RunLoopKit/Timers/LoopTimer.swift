@@ -54,13 +54,25 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   ///   a negative tolerance, naming the value and the rule.
   ///
   /// CF counterpart: `CFRunLoopTimerCreateWithHandler`.
-  public init(
+  public convenience init(
     label: String? = nil,
     fireAt fireDate: LoopClock.Instant,
     interval: Duration? = nil,
     tolerance: Duration = .zero,
     order: Int = 0,
     handler: sending @escaping (LoopTimer) -> Void
+  ) throws(LoopError) {
+    try self.init(
+      label: label, firstFireAt: fireDate, interval: interval, tolerance: tolerance,
+      order: order, handler: handler)
+  }
+
+  /// Every initialiser ends here. The handler is no longer `sending`: the public
+  /// initialisers have that proof already, and the library's own callers (delayed blocks)
+  /// pass a block that arrived as `sending`.
+  init(
+    label: String?, firstFireAt fireDate: LoopClock.Instant, interval: Duration? = nil,
+    tolerance: Duration = .zero, order: Int = 0, handler: @escaping Handler
   ) throws(LoopError) {
     if let interval, interval <= .zero {
       throw LoopTimer.invalid("timer interval", "\(interval)", LoopTimer.intervalRule)
@@ -88,7 +100,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     handler: sending @escaping (LoopTimer) -> Void
   ) throws(LoopError) {
     try self.init(
-      label: label, fireAt: .now.advanced(by: max(delay, .zero)), interval: interval,
+      label: label, fireAt: .after(delay), interval: interval,
       tolerance: tolerance, order: order, handler: handler)
   }
 
