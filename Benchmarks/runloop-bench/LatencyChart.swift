@@ -8,11 +8,41 @@ enum LatencyChart {
     "#bcbd22", "#17becf", "#393b79", "#637939",
   ]
 
-  static func svg(_ series: [(name: String, cdf: [[Double]])], title: String) -> String {
-    let width = 960.0
+  /// One line per charted case and pinned placement: solid for the same CPU, dashed for
+  /// different CPUs, one colour per case.
+  struct Series {
+    let name: String
+    let cdf: [[Double]]
+    let colorIndex: Int
+    let dashed: Bool
+  }
+
+  /// The cases worth a line: the floors and the peers a reader compares `Loop.perform` with.
+  static let charted = [
+    WakeLatencyStudy.floorName, "C posting floor (mutex queue + eventfd)", "C pthread condvar",
+    "DispatchQueue.async (serial)", "CFRunLoopPerformBlock + WakeUp", "Loop.perform",
+  ]
+
+  static func series(from wake: [WakeResult]) -> [Series] {
+    var series: [Series] = []
+    for (colorIndex, name) in charted.enumerated() {
+      guard let result = wake.first(where: { $0.name == name }) else { continue }
+      for placement in [Placement.sameCPU, .crossCPU] {
+        guard let figures = result.figures(in: placement) else { continue }
+        series.append(
+          Series(
+            name: "\(name), \(placement.rawValue)", cdf: figures.pooled.cdf,
+            colorIndex: colorIndex, dashed: placement == .crossCPU))
+      }
+    }
+    return series
+  }
+
+  static func svg(_ series: [Series], title: String) -> String {
+    let width = 1040.0
     let height = 560.0
     let left = 70.0
-    let right = 330.0
+    let right = 400.0
     let top = 50.0
     let bottom = 60.0
     let plotWidth = width - left - right
@@ -54,14 +84,15 @@ enum LatencyChart {
     out +=
       "<text transform=\"translate(18 \(top + plotHeight / 2)) rotate(-90)\" text-anchor=\"middle\">samples at or below</text>\n"
     for (index, line) in series.enumerated() {
-      let color = palette[index % palette.count]
+      let color = palette[line.colorIndex % palette.count]
+      let dash = line.dashed ? " stroke-dasharray=\"6 4\"" : ""
       let points = line.cdf.map { "\(fixed(x($0[0]), 1)),\(fixed(y($0[1]), 1))" }.joined(
         separator: " ")
       out +=
-        "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\" points=\"\(points)\"/>\n"
+        "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\"\(points)\"/>\n"
       let legendY = top + 10 + Double(index) * 20
       out +=
-        "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(color)\" stroke-width=\"3\"/>\n"
+        "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(color)\" stroke-width=\"3\"\(dash)/>\n"
       out +=
         "<text x=\"\(left + plotWidth + 50)\" y=\"\(legendY + 4)\">\(escape(line.name))</text>\n"
     }

@@ -37,10 +37,14 @@ struct Options {
 
   func wants(_ study: String) -> Bool { only.map { $0.contains(study) } ?? true }
 
-  /// Samples per wake-latency case.
-  var wakeSamples: Int { quick ? 1_000 : 20_000 }
+  /// Samples per wake-latency case and placement in each round.
+  var wakeSamples: Int { quick ? 200 : 2_000 }
+  /// Interleaved rounds of the wake-latency study.
+  var wakeRounds: Int { quick ? 3 : 10 }
   /// Tasks per throughput case.
   var throughputTasks: Int { quick ? 50_000 : 1_000_000 }
+  /// Interleaved rounds of the throughput study.
+  var throughputRounds: Int { quick ? 3 : 5 }
   var timerCount: Int { quick ? 100_000 : 1_000_000 }
   var timerFires: Int { quick ? 200 : 2_000 }
   var tracerPasses: Int { quick ? 20_000 : 500_000 }

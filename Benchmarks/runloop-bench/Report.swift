@@ -4,6 +4,7 @@ import Foundation
 struct Report: Codable {
   var machine: String = ""
   var quick = false
+  var wakeSamplesPerRound = 0
   var wake: [WakeResult] = []
   var spin: [SpinResult] = []
   var idle: [IdleResult] = []
@@ -14,13 +15,6 @@ struct Report: Codable {
   var sleepLateness: [LatenessResult] = []
   var tracer: TracerCostResult?
   var targets: [TargetCheck] = []
-}
-
-/// One of the issue's targets, checked against this run's figures.
-struct TargetCheck: Codable {
-  let target: String
-  let measured: String
-  let met: Bool
 }
 
 /// Progress lines on stderr, so long runs show where they are without mixing into the table.
@@ -34,26 +28,7 @@ final class Progress: Sendable {
 
 extension Report {
   func printTables() {
-    if !wake.isEmpty {
-      print("\nWake latency: post → first instruction of the work on a sleeping thread")
-      print(
-        "(\(wake.first?.distribution.count ?? 0) samples per case, randomised gaps; ratio = p50 / the lower C eventfd floor p50)\n"
-      )
-      print(
-        pad("case", 36) + pad("p50", 10, right: true) + pad("p90", 10, right: true)
-          + pad("p99", 10, right: true) + pad("p99.9", 10, right: true)
-          + pad("max", 10, right: true) + pad("ratio", 8, right: true))
-      for result in wake {
-        let d = result.distribution
-        print(
-          pad(result.name, 36) + pad(formatNanoseconds(d.p50), 10, right: true)
-            + pad(formatNanoseconds(d.p90), 10, right: true)
-            + pad(formatNanoseconds(d.p99), 10, right: true)
-            + pad(formatNanoseconds(d.p999), 10, right: true)
-            + pad(formatNanoseconds(d.max), 10, right: true)
-            + pad(fixed(result.ratioToFloor, 2) + "×", 8, right: true))
-      }
-    }
+    printWakeTables()
     if !spin.isEmpty {
       print("\nSpin-then-sleep: latency versus the waiting thread's CPU (Loop.perform)")
       print(
@@ -82,15 +57,19 @@ extension Report {
       }
     }
     if !throughput.isEmpty {
-      print("\nThroughput: tasks posted as fast as possible, every one counted as run once\n")
+      print("\nThroughput: tasks posted as fast as possible, every one counted as run once")
+      print("(median of interleaved rounds, slowest–fastest round after it; unpinned)\n")
       print(
-        pad("consumer", 30) + pad("posters", 8, right: true) + pad("tasks/s", 14, right: true)
-          + pad("eventfd writes/task", 22, right: true))
+        pad("consumer", 42) + pad("posters", 8, right: true) + pad("tasks/s", 10, right: true)
+          + pad("(rounds)", 18, right: true) + pad("eventfd writes/task", 21, right: true))
       for result in throughput {
         print(
-          pad(result.name, 30) + pad("\(result.posters)", 8, right: true)
-            + pad(fixed(result.tasksPerSecond / 1e6, 2) + " M", 14, right: true)
-            + pad(result.eventfdWritesPerTask.map { fixed($0, 4) } ?? "—", 22, right: true))
+          pad(result.name, 42) + pad("\(result.posters)", 8, right: true)
+            + pad(fixed(result.tasksPerSecond / 1e6, 2) + " M", 10, right: true)
+            + pad(
+              fixed(result.lowest / 1e6, 2) + "–" + fixed(result.highest / 1e6, 2) + " M", 18,
+              right: true)
+            + pad(result.eventfdWritesPerTask.map { fixed($0, 4) } ?? "—", 21, right: true))
       }
     }
     if let threads {
@@ -131,12 +110,7 @@ extension Report {
         "tracer attached      \(fixed(tracer.tracedNanosecondsPerPass, 0)) ns per pass "
           + "(\(fixed(ratio, 2))×, \(fixed(tracer.eventsPerPass, 1)) events per pass)")
     }
-    if !targets.isEmpty {
-      print("\nTargets\n")
-      for check in targets {
-        print("[\(check.met ? "met   " : "MISSED")] \(check.target): \(check.measured)")
-      }
-    }
+    printTargets()
   }
 
   func writeJSON(to path: String) throws {
@@ -157,6 +131,23 @@ extension Report {
         pad(result.name, 30)
           + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
       )
+    }
+  }
+}
+
+extension Report {
+  /// The targets as a short table: what, the figure, the bound, met or not, and why.
+  fileprivate func printTargets() {
+    guard !targets.isEmpty else { return }
+    let met = targets.filter(\.met).count
+    print(
+      "\nTargets: \(met) of \(targets.count) met in this run (figures are ratios within the run)\n")
+    print(pad("target", 46) + pad("figure", 28) + pad("bound", 16) + "result")
+    for check in targets {
+      print(
+        pad(check.target, 46) + pad(check.figure, 28) + pad(check.bound, 16)
+          + (check.met ? "met" : "not met"))
+      print("  why: \(check.why)")
     }
   }
 }

@@ -8,84 +8,108 @@ struct ThroughputResult: Codable {
   let name: String
   let posters: Int
   let tasks: Int
+  /// Median over rounds, with the slowest and fastest round.
   let tasksPerSecond: Double
-  /// Wake-up eventfd writes per task (RunLoopKit cases only).
+  let lowest: Double
+  let highest: Double
+  /// Wake-up eventfd writes per task (RunLoopKit and the C floor), over every round.
   let eventfdWritesPerTask: Double?
 }
 
 /// Tasks per second from 1 and 4 posting threads into one consumer, every task counted as run
-/// exactly once, and how many wake-up syscalls the posting cost.
+/// exactly once, and how many wake-up syscalls the posting cost. The peers run in interleaved
+/// rounds (a fresh random order each round), so drift falls on all of them alike.
 enum ThroughputStudy {
+  static let floorName = "C posting floor (mutex queue + eventfd)"
+
+  /// One peer: posts `tasks` tasks from `posters` threads and returns the seconds from the
+  /// first post to the last task run, and the eventfd writes made (nil when not counted).
+  struct Peer {
+    let name: String
+    let share: Int  // tasks are divided by this (CF is slow enough that a fifth is plenty)
+    let run: (_ posters: Int, _ tasks: Int) throws -> (seconds: Double, writes: Int64?)
+  }
+
   static func run(_ options: Options, progress: Progress) throws -> [ThroughputResult] {
+    let target = try ResidentThread(name: "bench-tput")
+    let cf = CFLoopThread()
+    let queue = DispatchQueue(label: "bench.tput")
+    let peers = [
+      Peer(name: floorName, share: 1) { posters, tasks in
+        var seconds = 0.0
+        var writes: Int64 = 0
+        let result = crb_posting_throughput(Int32(posters), Int64(tasks), &seconds, &writes)
+        precondition(result == 0, "the C posting floor failed with errno \(result)")
+        return (seconds, writes)
+      },
+      Peer(name: "Loop.perform", share: 1) { posters, tasks in
+        let loop = target.loop
+        let before = loop.metrics.wakeUpWrites
+        let ran = TaskCounter()
+        let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
+          try? loop.perform(in: .default) { ran.increment() }
+        }
+        return (seconds, Int64(loop.metrics.wakeUpWrites - before))
+      },
+      Peer(name: "ResidentThread.perform", share: 1) { posters, tasks in
+        let before = target.loop.metrics.wakeUpWrites
+        let ran = TaskCounter()
+        let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
+          try? target.perform { ran.increment() }
+        }
+        return (seconds, Int64(target.loop.metrics.wakeUpWrites - before))
+      },
+      Peer(name: "DispatchQueue.async (serial)", share: 1) { posters, tasks in
+        let ran = TaskCounter()
+        let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
+          queue.async { ran.increment() }
+        }
+        return (seconds, nil)
+      },
+      Peer(name: "CFRunLoop perform + wake", share: 5) { posters, tasks in
+        let ran = TaskCounter()
+        let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
+          cf.post { ran.increment() }
+        }
+        return (seconds, nil)
+      },
+    ]
     var results: [ThroughputResult] = []
+    var random = SplitMix(seed: 7)
     for posters in [1, 4] {
-      let tasks = options.throughputTasks
-      // RunLoopKit: Loop.perform into a resident thread's loop.
-      do {
-        let thread = try ResidentThread(name: "bench-tput")
-        let loop = thread.loop
-        let writesBefore = loop.metrics.wakeUpWrites
-        let ran = Atomic<Int>(0)
-        let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
-          try? loop.perform(in: .default) { @Sendable in ran.add(1, ordering: .relaxed) }
+      var seconds = [[Double]](repeating: [], count: peers.count)
+      var writes = [Int64?](repeating: nil, count: peers.count)
+      for _ in 0..<options.throughputRounds {
+        for index in peers.indices.shuffled(using: &random) {
+          let tasks = options.throughputTasks / peers[index].share
+          let measured = try peers[index].run(posters, tasks)
+          seconds[index].append(measured.seconds)
+          if let made = measured.writes { writes[index] = (writes[index] ?? 0) + made }
         }
-        let writes = Double(loop.metrics.wakeUpWrites - writesBefore) / 3
-        precondition(ran.load(ordering: .relaxed) == 3 * tasks, "a task ran twice or never")
-        thread.stop()
-        try thread.join()
-        results.append(
-          ThroughputResult(
-            name: "Loop.perform", posters: posters, tasks: tasks,
-            tasksPerSecond: Double(tasks) / seconds, eventfdWritesPerTask: writes / Double(tasks)))
       }
-      // DispatchQueue (serial).
-      do {
-        let queue = DispatchQueue(label: "bench.tput")
-        let ran = Atomic<Int>(0)
-        let seconds = timePosting(posters: posters, tasks: tasks, ran: ran) {
-          queue.async { ran.add(1, ordering: .relaxed) }
-        }
+      for index in peers.indices {
+        let tasks = options.throughputTasks / peers[index].share
+        let rates = seconds[index].map { Double(tasks) / $0 }.sorted()
         results.append(
           ThroughputResult(
-            name: "DispatchQueue.async (serial)", posters: posters, tasks: tasks,
-            tasksPerSecond: Double(tasks) / seconds, eventfdWritesPerTask: nil))
-      }
-      // CFRunLoop: CFRunLoopPerformBlock + CFRunLoopWakeUp for every task.
-      do {
-        let cf = CFLoopThread()
-        let ran = Atomic<Int>(0)
-        let cfTasks = tasks / 5  // CF is slow enough that a fifth of the tasks gives a stable rate
-        let seconds = timePosting(posters: posters, tasks: cfTasks, ran: ran) {
-          cf.post { ran.add(1, ordering: .relaxed) }
-        }
-        cf.stop()
-        results.append(
-          ThroughputResult(
-            name: "CFRunLoop perform + wake", posters: posters, tasks: cfTasks,
-            tasksPerSecond: Double(cfTasks) / seconds, eventfdWritesPerTask: nil))
+            name: peers[index].name, posters: posters, tasks: tasks,
+            tasksPerSecond: rates[rates.count / 2], lowest: rates.first!, highest: rates.last!,
+            eventfdWritesPerTask: writes[index].map {
+              Double($0) / Double(tasks * options.throughputRounds)
+            }))
       }
       progress.note("throughput: \(posters) poster(s)")
     }
+    cf.stop()
+    target.stop()
+    try target.join()
     return results
   }
 
   /// Starts `posters` threads that together post `tasks` tasks as fast as they can, and returns
   /// the seconds from the first post until the last task has run.
   static func timePosting(
-    posters: Int, tasks: Int, ran: borrowing Atomic<Int>, post: @escaping @Sendable () -> Void
-  ) -> Double {
-    // Rates on a shared 2-core VM swing by ±50 % from run to run: take the median of three.
-    var seconds: [Double] = []
-    for round in 1...3 {
-      seconds.append(
-        timeOnce(posters: posters, tasks: tasks, expected: tasks * round, ran: ran, post: post))
-    }
-    return seconds.sorted()[1]
-  }
-
-  private static func timeOnce(
-    posters: Int, tasks: Int, expected: Int, ran: borrowing Atomic<Int>,
-    post: @escaping @Sendable () -> Void
+    posters: Int, tasks: Int, ran: TaskCounter, post: @escaping @Sendable () -> Void
   ) -> Double {
     let share = tasks / posters
     let start = crb_now_ns()
@@ -93,9 +117,17 @@ enum ThroughputStudy {
       PosterThread(count: index == posters - 1 ? tasks - share * (posters - 1) : share, post: post)
     }
     for thread in threads { thread.join() }
-    while ran.load(ordering: .acquiring) < expected { sched_yield() }
+    while ran.value < tasks { sched_yield() }
     return Double(crb_now_ns() - start) / 1e9
   }
+}
+
+/// Counts tasks run; a class so a posted closure captures one reference, as the C floor's
+/// task carries one context pointer.
+final class TaskCounter: Sendable {
+  private let count = Atomic<Int>(0)
+  func increment() { count.add(1, ordering: .relaxed) }
+  var value: Int { count.load(ordering: .acquiring) }
 }
 
 /// A plain pthread that calls `post` `count` times.

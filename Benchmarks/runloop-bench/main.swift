@@ -16,6 +16,7 @@ report.quick = options.quick
 report.machine = Machine.describe()
 print("runloop-bench\(options.quick ? " --quick" : "") on \(report.machine)")
 
+report.wakeSamplesPerRound = options.wakeSamples
 if options.wants("wake") {
   report.wake = try await WakeLatencyStudy.run(options, progress: progress)
 }
@@ -29,7 +30,8 @@ if options.wants("throughput") {
   report.throughput = try ThroughputStudy.run(options, progress: progress)
 }
 if options.wants("threads") {
-  let resident = report.wake.first { $0.name == "ResidentThread.perform" }?.distribution
+  let resident = report.wake.first { $0.name == "ResidentThread.perform" }?
+    .figures(in: .crossCPU)?.pooled
   report.threads = try ThreadCostStudy.keepAlive(
     options, residentLatency: resident, progress: progress)
 }
@@ -49,8 +51,8 @@ if let path = options.jsonPath {
   print("\nwrote \(path)")
 }
 if let path = options.svgPath {
-  let series = report.wake.map { (name: $0.name, cdf: $0.distribution.cdf) }
   let title = "Wake latency on \(report.machine)"
-  try LatencyChart.svg(series, title: title).write(toFile: path, atomically: true, encoding: .utf8)
+  try LatencyChart.svg(LatencyChart.series(from: report.wake), title: title)
+    .write(toFile: path, atomically: true, encoding: .utf8)
   print("wrote \(path)")
 }
