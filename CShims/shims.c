@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CRunLoopShims.h"
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -138,4 +139,28 @@ long crl_page_size(void) { return sysconf(_SC_PAGESIZE); }
 long crl_stack_minimum(void) {
   long value = sysconf(_SC_THREAD_STACK_MIN);
   return value > 0 ? value : 16384;
+}
+
+// MARK: futex
+
+uint32_t crl_futex_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+
+void crl_futex_increment(uint32_t *word) { __atomic_fetch_add(word, 1, __ATOMIC_RELEASE); }
+
+int crl_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns) {
+  struct timespec ts;
+  struct timespec *tsp = NULL;
+  if (deadline_ns >= 0) {
+    ts.tv_sec = deadline_ns / 1000000000;
+    ts.tv_nsec = deadline_ns % 1000000000;
+    tsp = &ts;
+  }
+  // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time (plain FUTEX_WAIT a relative one),
+  // so a wait restarted after EINTR keeps the same deadline.
+  return (int)syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, expected, tsp, NULL,
+                      FUTEX_BITSET_MATCH_ANY);
+}
+
+int crl_futex_wake(uint32_t *word, int count) {
+  return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }

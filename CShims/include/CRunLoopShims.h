@@ -43,6 +43,18 @@ int crl_timerfd_read(int fd, uint64_t *expirations);
 /// CLOCK_MONOTONIC in nanoseconds.
 int64_t crl_monotonic_now_ns(void);
 
+/// futex on a process-private 32-bit word, with atomic access to the word (Swift's Atomic
+/// has no stable address to hand the kernel). The word must be 4-byte aligned.
+uint32_t crl_futex_load(const uint32_t *word);
+/// Adds one (wrapping) with release ordering.
+void crl_futex_increment(uint32_t *word);
+/// FUTEX_WAIT_BITSET: sleeps while *word == expected, until woken or until the absolute
+/// CLOCK_MONOTONIC `deadline_ns` (< 0: no deadline). Returns 0 when woken, or -1 with errno:
+/// EAGAIN (the word had changed), ETIMEDOUT, EINTR.
+int crl_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns);
+/// FUTEX_WAKE: wakes up to `count` waiters; returns how many, or -1 with errno.
+int crl_futex_wake(uint32_t *word, int count);
+
 /// Threads
 pid_t crl_gettid(void);
 int crl_is_main_thread(void);

@@ -138,6 +138,8 @@ extension DescriptorSource: LoopItem {
     try mode.epoll.add(fileDescriptor, events: mask, token: token)
     loop.nextToken += 1
     mode.descriptors[token] = self
+    // A loop asleep on its futex in this mode watches no descriptors: make it wait again.
+    loop.wakeFutexSleeperLocked(in: mode)
     mode.tokenForDescriptor[fileDescriptor] = token
     registrations.append(DescriptorRegistration(mode: mode, token: token))
     return nil

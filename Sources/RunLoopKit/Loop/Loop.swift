@@ -26,6 +26,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let lock = Lock()
   /// The loop's wake-up port, registered in every mode's epoll set.
   let wakeFD: EventFD
+  /// The wake-up word a loop sleeps on instead when its mode has no descriptor to watch.
+  let futex = Futex()
 
   // MARK: State guarded by `lock`
 
@@ -40,15 +42,24 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var sleeping = false
   /// A wake-up arrived while the loop was busy: its next wait must not block.
   var wakeRequested = false
-  /// The eventfd has been written and not yet drained; further wakes need no syscall.
+  /// A wake-up has been sent (eventfd write or futex wake) since the loop last prepared to
+  /// wait; further wakes need no syscall.
   var wakeWritten = false
+  /// The eventfd in particular has been written and must be drained before the next wait.
+  var wakeFDWritten = false
+  /// The loop is (about to be) asleep on `futex` rather than in `epoll_wait`, in the mode
+  /// `futexSleepMode`, until `futexSleepUntil` (nil: no deadline).
+  var sleepingOnFutex = false
+  var futexSleepMode: ObjectIdentifier?
+  var futexSleepUntil: LoopClock.Instant?
   /// Set when the owning thread exited and the loop let go of its items and descriptors.
   var tornDown = false
   /// Set when the owning thread is about to exit and takes the last queued blocks itself.
   var refusingPosts = false
   /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
   var nextToken: UInt64 = 3
-  /// How many times the wake-up eventfd was written: the cost the wake coalescing saves.
+  /// How many wake-ups were sent (eventfd writes and futex wakes): the cost the wake
+  /// coalescing saves.
   var wakeWrites: UInt64 = 0
   /// Counts returns from `epoll_wait`; a change while callbacks run means a nested run has
   /// waited meanwhile and what this pass saw ready may no longer be.
@@ -265,23 +276,23 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Ends the innermost active `run` (it returns `.stopped`); wakes the loop if it sleeps.
   /// A stop while the loop is not running is dropped, as in CF. Safe from any thread.
   public func stop() {
-    let write = lock.withLock { () -> Bool in
-      guard !frames.isEmpty else { return false }
+    let signal = lock.withLock { () -> WakeSignal in
+      guard !frames.isEmpty else { return .none }
       frames[frames.count - 1].stopRequested = true
       return requestWakeLocked()
     }
-    if write { writeWakeFD() }
+    send(signal)
   }
 
   /// Ends every active run, innermost first (each returns `.stopped` when control reaches it).
   /// The resident thread uses it to shut down even while its loop is inside nested runs.
   func stopAllRuns() {
-    let write = lock.withLock { () -> Bool in
-      guard !frames.isEmpty else { return false }
+    let signal = lock.withLock { () -> WakeSignal in
+      guard !frames.isEmpty else { return .none }
       for index in frames.indices { frames[index].stopRequested = true }
       return requestWakeLocked()
     }
-    if write { writeWakeFD() }
+    send(signal)
   }
 
   /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy inside a
@@ -289,7 +300,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// is dropped, as `CFRunLoopWakeUp`'s is: it does not make a later run return early or skip
   /// its first sleep. Safe from any thread.
   public func wakeUp() {
-    if lock.withLock({ requestWakeLocked() }) { writeWakeFD() }
+    send(lock.withLock { requestWakeLocked() })
   }
 
   /// True while the loop's thread is blocked in the kernel waiting for something to happen;
@@ -328,43 +339,63 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   private func enqueue(_ queued: QueuedBlock) throws(LoopError) {
-    let write = try lock.withLock { () throws(LoopError) -> Bool in
+    let signal = try lock.withLock { () throws(LoopError) -> WakeSignal in
       guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: threadDescription) }
       blocks.append(queued)
       return requestWakeLocked()
     }
-    if write { writeWakeFD() }
+    send(signal)
   }
 
-  /// Posters write the eventfd only when the loop sleeps and no write is pending yet; a busy
-  /// loop is told with a flag instead, which its next wait checks. So a burst of posts to a
-  /// busy loop costs no syscalls, and one to a sleeping loop costs exactly one.
+  /// How a caller of `requestWakeLocked` must wake the loop once it has released the lock.
+  enum WakeSignal {
+    case none
+    case eventfd
+    case futex
+  }
+
+  /// Posters wake the loop only when it sleeps and no wake-up is pending yet; a busy loop is
+  /// told with a flag instead, which its next wait checks. So a burst of posts to a busy loop
+  /// costs no syscalls, and one to a sleeping loop costs exactly one: an eventfd write when
+  /// the loop sleeps in `epoll_wait`, a futex wake when it sleeps on its futex.
   ///
-  /// Returns true when the caller must call `writeWakeFD()` once it has released the lock.
-  /// The write happens outside the lock because the loop it wakes takes that lock first
-  /// thing: writing while holding it would make the woken thread block on the lock straight
+  /// Returns what the caller must pass to `send(_:)` once it has released the lock. The
+  /// syscall happens outside the lock because the loop it wakes takes that lock first thing:
+  /// waking it while holding the lock would make the woken thread block on the lock straight
   /// away and be woken a second time (measured: several microseconds per wake).
-  func requestWakeLocked() -> Bool {
-    guard !tornDown else { return false }
+  func requestWakeLocked() -> WakeSignal {
+    guard !tornDown else { return .none }
     guard sleeping else {
       wakeRequested = true
       wakePending.store(true, ordering: .releasing)
-      return false
+      return .none
     }
-    guard !wakeWritten else { return false }
+    guard !wakeWritten else { return .none }
     wakeWritten = true
     wakeWrites += 1
+    if sleepingOnFutex {
+      // Counted under the lock the sleeper read the count under: a sleep that has not begun
+      // yet sees the new count and does not begin.
+      futex.increment()
+      return .futex
+    }
+    wakeFDWritten = true
     // Teardown (which sets tornDown under this lock) waits for it before closing the eventfd.
     wakeFD.reserveSignal()
-    return true
+    return .eventfd
   }
 
   /// The deferred half of `requestWakeLocked`.
-  func writeWakeFD() {
-    do {
-      try wakeFD.completeSignal()
-    } catch {
-      preconditionFailure("waking the loop of \(threadDescription) failed: \(error)")
+  func send(_ signal: WakeSignal) {
+    switch signal {
+    case .none: return
+    case .futex: futex.wake()
+    case .eventfd:
+      do {
+        try wakeFD.completeSignal()
+      } catch {
+        preconditionFailure("waking the loop of \(threadDescription) failed: \(error)")
+      }
     }
   }
 

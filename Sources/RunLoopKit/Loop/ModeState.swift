@@ -90,6 +90,10 @@ final class ModeState {
   /// before the loop next waits on this mode, instead of after every change.
   var timerNeedsArming = false
 
+  /// When the timerfd is armed to go off (nil: disarmed). A loop asleep on its futex uses it
+  /// as the sleep's deadline.
+  var armedDeadline: LoopClock.Instant? { timerFD.armedDeadline }
+
   /// Re-arms the timerfd for the current earliest wake deadline (or disarms it).
   func rearmTimer() {
     do {

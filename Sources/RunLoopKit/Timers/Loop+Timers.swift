@@ -14,6 +14,8 @@ extension Loop {
       mode.timerNeedsArming = true
     } else {
       mode.rearmTimer()
+      // A loop asleep on its futex sleeps until the deadline it read when it fell asleep.
+      wakeFutexSleeperLocked(in: mode, forDeadline: mode.armedDeadline ?? .distantFuture)
     }
   }
 
