@@ -136,7 +136,8 @@ final class WakeTargets {
     }
     let cf = self.cf
     let cfProbe = WakeProbe(capacity: samples)
-    swiftCase("CFRunLoopPerformBlock + WakeUp", cfProbe, move: { cf.pin($0) }) {
+    let moveCF = { (cpu: Int32) in cf.pin(cpu) }
+    swiftCase("CFRunLoopPerformBlock + WakeUp", cfProbe, move: moveCF) {
       cf.post { cfProbe.arrive() }
     }
   }
