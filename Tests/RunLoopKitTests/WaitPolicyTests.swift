@@ -57,6 +57,68 @@ extension RunLoopKitTests {
 }
 
 extension RunLoopKitTests {
+  /// A mode with no descriptor to watch sleeps on the loop's futex rather than in epoll_wait;
+  /// whatever another thread adds must still reach the sleeping loop at once.
+  @Suite("Sleeping without descriptors") struct SleepingWithoutDescriptors {
+    @Test("25 on a futex sleeper: a descriptor added from another thread is watched at once")
+    func descriptorAddedWhileAsleep() throws {
+      let thread = try ResidentThread(name: "futex-fd")
+      #expect(waitUntil { thread.loop.isWaiting })
+      let recorder = Recorder()
+      try withPipe { pipe in
+        let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
+          drain(pipe.read)
+          recorder.log("fd")
+        }
+        try thread.loop.add(source, to: .default)
+        writeByte(pipe.write)
+        #expect(waitUntil { recorder.all == ["fd"] })
+        source.invalidate()
+      }
+      thread.stop()
+      try thread.join()
+    }
+
+    @Test("A timer added from another thread to a futex sleeper fires on time, earlier ones first")
+    func timerAddedWhileAsleep() throws {
+      let thread = try ResidentThread(name: "futex-timer")
+      let recorder = Recorder()
+      // Asleep with no deadline at all, then asleep until a far timer: each new, earlier timer
+      // must cut the sleep short.
+      #expect(waitUntil { thread.loop.isWaiting })
+      let far = try LoopTimer(after: .seconds(60)) { _ in recorder.log("far") }
+      try thread.loop.add(far, to: .default)
+      let start = LoopClock.Instant.now
+      try thread.loop.add(
+        LoopTimer(after: .milliseconds(200)) { _ in recorder.log("200 ms") }, to: .default)
+      try thread.loop.add(
+        LoopTimer(after: .milliseconds(50)) { _ in recorder.log("50 ms") }, to: .default)
+      #expect(waitUntil { recorder.all.count == 2 })
+      #expect(recorder.all == ["50 ms", "200 ms"])
+      #expect(elapsed(since: start) >= .milliseconds(200))
+      #expect(elapsed(since: start) < .seconds(5))
+      far.invalidate()
+      thread.stop()
+      try thread.join()
+    }
+
+    @Test("A post to a futex sleeper costs one wake-up; posts to a busy loop cost none")
+    func oneWakePerSleep() throws {
+      let thread = try ResidentThread(name: "futex-count")
+      #expect(waitUntil { thread.loop.isWaiting })
+      let before = thread.loop.metrics.wakeUpWrites
+      let ran = Box(0)
+      try thread.perform { usleep(50_000) }  // keeps the loop busy while the rest arrive
+      for _ in 0..<100 { try thread.perform { ran.value += 1 } }
+      #expect(waitUntil { ran.value == 100 })
+      #expect(thread.loop.metrics.wakeUpWrites - before == 1)
+      thread.stop()
+      try thread.join()
+    }
+  }
+}
+
+extension RunLoopKitTests {
   @Suite("Metrics") struct Metrics {
     @Test("Metrics count passes, wakes by cause, time asleep, blocks, sources and timers")
     func metricsCountWhatHappened() throws {
