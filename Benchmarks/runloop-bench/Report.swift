@@ -32,20 +32,24 @@ extension Report {
     if !spin.isEmpty {
       print("\nSpin-then-sleep: latency versus the waiting thread's CPU (Loop.perform)")
       print(
-        "sparse = posts 30–80 µs apart; bursty = bursts of 100 posts 5 µs apart, 10 ms silence\n")
-      print(
-        pad("pattern", 8) + pad("wait policy", 26) + pad("p50", 10, right: true)
-          + pad("p90", 10, right: true) + pad("p99", 10, right: true)
-          + pad("p99.9", 10, right: true) + pad("CPU", 9, right: true))
-      for result in spin {
-        let d = result.distribution
+        "sparse = posts 30–80 µs apart; bursty = bursts of 100 posts 5 µs apart, 10 ms silence")
+      for placement in Placement.allCases where spin.contains(where: { $0.placement == placement })
+      {
+        print("\n\(placement.rawValue.capitalizedFirst): \(placement.explanation)\n")
         print(
-          pad(result.pattern, 8) + pad(result.policy, 26)
-            + pad(formatNanoseconds(d.p50), 10, right: true)
-            + pad(formatNanoseconds(d.p90), 10, right: true)
-            + pad(formatNanoseconds(d.p99), 10, right: true)
-            + pad(formatNanoseconds(d.p999), 10, right: true)
-            + pad(fixed(result.cpuPercent, 1) + " %", 9, right: true))
+          pad("pattern", 8) + pad("wait policy", 26) + pad("p50", 10, right: true)
+            + pad("p90", 10, right: true) + pad("p99", 10, right: true)
+            + pad("p99.9", 10, right: true) + pad("CPU", 9, right: true))
+        for result in spin where result.placement == placement {
+          let d = result.distribution
+          print(
+            pad(result.pattern, 8) + pad(result.policy, 26)
+              + pad(formatNanoseconds(d.p50), 10, right: true)
+              + pad(formatNanoseconds(d.p90), 10, right: true)
+              + pad(formatNanoseconds(d.p99), 10, right: true)
+              + pad(formatNanoseconds(d.p999), 10, right: true)
+              + pad(fixed(result.cpuPercent, 1) + " %", 9, right: true))
+        }
       }
     }
     if !idle.isEmpty {

@@ -75,7 +75,45 @@ enum Targets {
   }
 
   private static func spin(_ report: Report) -> [TargetCheck] {
-    []
+    var checks: [TargetCheck] = []
+    func row(_ placement: Placement, _ pattern: String, _ policy: String) -> SpinResult? {
+      report.spin.first {
+        $0.placement == placement && $0.pattern == pattern && $0.policy == policy
+      }
+    }
+    for placement in [Placement.sameCPU, .crossCPU] {
+      let place = placement.rawValue
+      if let adaptive = row(placement, "bursty", "adaptive"),
+        let busy = row(placement, "bursty", "busy-wait")
+      {
+        let ratio = Double(adaptive.distribution.p50) / Double(busy.distribution.p50)
+        checks.append(
+          TargetCheck(
+            target: "adaptive, bursty: p50 vs busy-wait, \(place)",
+            figure: "\(formatNanoseconds(adaptive.distribution.p50)) = \(fixed(ratio, 2))×",
+            bound: "≤ 2×", met: ratio <= 2,
+            why: "spinning through a burst should answer nearly as fast as never sleeping"))
+        checks.append(
+          TargetCheck(
+            target: "adaptive, bursty: CPU, \(place)",
+            figure: "\(fixed(adaptive.cpuPercent, 1)) % of a core", bound: "< 5 %",
+            met: adaptive.cpuPercent < 5,
+            why: "…for a small part of the core busy-waiting burns (posts fill ~5 % of the time)"))
+      }
+      if let adaptive = row(placement, "sparse", "adaptive"),
+        let sleep = row(placement, "sparse", "sleep")
+      {
+        let latency = Double(adaptive.distribution.p50) / Double(sleep.distribution.p50)
+        let cpu = adaptive.cpuPercent / sleep.cpuPercent
+        checks.append(
+          TargetCheck(
+            target: "adaptive, sparse: p50 and CPU vs sleep, \(place)",
+            figure: "\(fixed(latency, 2))× p50, \(fixed(cpu, 2))× CPU", bound: "≤ 1.10× each",
+            met: latency <= 1.1 && cpu <= 1.1,
+            why: "with posts too far apart to catch, it must cost what sleeping costs"))
+      }
+    }
+    return checks
   }
 
   private static func timers(_ report: Report) -> [TargetCheck] {

@@ -30,6 +30,74 @@ extension RunLoopKitTests {
       try thread.join()
     }
 
+    @Test(
+      "Adaptive: a new loop sleeps; it spins for about twice the typical gap once most gaps are short"
+    )
+    func adaptiveLearnsGaps() {
+      var policy = AdaptiveSpin()
+      #expect(policy.window() == nil)
+      for _ in 0..<5 { policy.record(gap: .microseconds(3)) }
+      #expect(policy.window() == nil)  // five short gaps of eight: not "most"
+      policy.record(gap: .microseconds(3))
+      #expect(policy.window() == .microseconds(6))
+      for _ in 0..<8 { policy.record(gap: .microseconds(40)) }
+      #expect(policy.window() == nil)  // sparse: sleeping is cheaper
+      for _ in 0..<8 { policy.record(gap: .microseconds(20)) }
+      #expect(policy.window() == .nanoseconds(AdaptiveSpin.longestWindow))
+      for _ in 0..<8 { policy.record(gap: .nanoseconds(100)) }
+      #expect(policy.window() == .nanoseconds(AdaptiveSpin.shortestWindow))
+    }
+
+    @Test("Adaptive: spins that find nothing back off exponentially; one that finds work resets it")
+    func adaptiveBacksOff() {
+      var policy = AdaptiveSpin()
+      for _ in 0..<8 { policy.record(gap: .microseconds(2)) }
+      func spinsIn(_ waits: Int) -> Int {
+        var spins = 0
+        for _ in 0..<waits where policy.window() != nil {
+          spins += 1
+          policy.spinEnded(found: false)
+        }
+        return spins
+      }
+      // Misses skip 1, 2, 4, 8 … waits: 4 spins in 1 + 1 + 1 + 2 + 1 + 4 + 1 waits = 11.
+      #expect(spinsIn(11) == 4)
+      #expect(spinsIn(500) <= 500 / AdaptiveSpin.longestBackoff + 2)
+      _ = policy.window()
+      policy.spinEnded(found: true)
+      var next = 0
+      while policy.window() == nil { next += 1 }
+      policy.spinEnded(found: false)
+      #expect(policy.window() == nil)  // after a reset, a miss skips one wait only
+      #expect(policy.window() != nil)
+    }
+
+    @Test("Adaptive: serves blocks, timers and descriptors, and sleeps when idle")
+    func adaptiveServesEverything() throws {
+      let thread = try ResidentThread(name: "adaptive", waitPolicy: .adaptive)
+      #expect(thread.loop.waitPolicy == .adaptive)
+      #expect(Loop.WaitPolicy.adaptive.description == "adaptive")
+      let recorder = Recorder()
+      try thread.loop.add(
+        LoopTimer(after: .milliseconds(20)) { _ in recorder.log("timer") }, to: .default)
+      try withPipe { pipe in
+        let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
+          drain(pipe.read)
+          recorder.log("fd")
+        }
+        try thread.loop.add(source, to: .default)
+        writeByte(pipe.write)
+        #expect(waitUntil { recorder.all.contains("fd") })
+        source.invalidate()
+      }
+      let ran = Box(0)
+      for _ in 0..<1_000 { try thread.perform { ran.value += 1 } }
+      #expect(waitUntil { ran.value == 1_000 && recorder.all.contains("timer") })
+      #expect(waitUntil { thread.loop.isWaiting })
+      thread.stop()
+      try thread.join()
+    }
+
     @Test("Busy-waiting never sleeps, yet still serves blocks, timers and descriptors")
     func busyWait() throws {
       let thread = try ResidentThread(name: "busy", waitPolicy: .busyWait)

@@ -14,6 +14,8 @@ extension Loop {
   struct WakeResult {
     var timerExpired = false
     var ready: [Epoll.Event] = []
+    /// When the wake-up that ended a sleep was asked for (`.adaptive` only).
+    var wakeAskedAt: LoopClock.Instant?
   }
 
   /// What the spin step did: whether it ran, what it found, and (for a tracer) when.
@@ -22,6 +24,9 @@ extension Loop {
     /// Events found ([] for a posted wake-up), or nil when nothing turned up in the window.
     var found: [Epoll.Event]?
     var interval: (start: LoopClock.Instant, end: LoopClock.Instant)?
+    /// When the spin began and (if it found work) ended, for the adaptive policy.
+    var began: LoopClock.Instant?
+    var foundAt: LoopClock.Instant?
   }
 
   /// What the kernel wait returned, and when the thread slept in it (nil for a poll).
@@ -64,7 +69,18 @@ extension Loop {
     let (result, wokenBy) = sortOutWake(
       spin: spin, wait: wait, from: epoll, in: mode, naming: sink != nil)
     if let sink { trace(spin, wait, wokenBy, to: sink) }
+    if policy == .adaptive { learn(from: spin, wait, result) }
     return result
+  }
+
+  /// Feeds the adaptive policy the gap this wait measured: from the start of the wait to the
+  /// moment work arrived (found by the spin, or asked to wake the sleep). Waits ended by a
+  /// timer, a deadline or a descriptor teach it nothing about posts.
+  private func learn(from spin: SpinOutcome, _ wait: KernelWait, _ result: WakeResult) {
+    if spin.ran { adaptiveSpin.spinEnded(found: spin.found != nil) }
+    let start = spin.began ?? wait.slept?.start
+    let arrival = spin.foundAt ?? result.wakeAskedAt
+    if let start, let arrival { adaptiveSpin.record(gap: start.duration(to: arrival)) }
   }
 
   /// Re-arms the mode's timerfd if its timers changed and drains the wake-up eventfd; returns
@@ -96,12 +112,25 @@ extension Loop {
     case .sleep: return SpinOutcome()
     case .spinThenSleep(let length): window = length
     case .busyWait: window = nil
+    case .adaptive:
+      guard !wakePending.load(ordering: .acquiring), let length = adaptiveSpin.window() else {
+        return SpinOutcome()
+      }
+      window = length
     }
     guard !wakePending.load(ordering: .acquiring) else { return SpinOutcome() }
-    // The clock is read only for a tracer: work found by spinning goes out at once.
-    let start: LoopClock.Instant? = tracing.load(ordering: .relaxed) ? .now : nil
+    let learning = policy == .adaptive
+    let traced = tracing.load(ordering: .relaxed)
+    // Otherwise the clock is read only for a tracer: work found by spinning goes out at once.
+    guard learning || traced else {
+      return SpinOutcome(ran: true, found: spin(on: epoll, window: window, until: deadline))
+    }
+    let start = LoopClock.Instant.now
     let found = spin(on: epoll, window: window, until: deadline)
-    return SpinOutcome(ran: true, found: found, interval: start.map { ($0, .now) })
+    let end = LoopClock.Instant.now
+    return SpinOutcome(
+      ran: true, found: found, interval: traced ? (start, end) : nil,
+      began: learning ? start : nil, foundAt: learning && found != nil ? end : nil)
   }
 
   /// Spins (checking the wake flag at every turn and the mode's epoll set every few turns)
@@ -210,6 +239,8 @@ extension Loop {
       sleepingOnFutex = false
       futexSleepMode = nil
       futexSleepUntil = nil
+      result.wakeAskedAt = wakeAskedAt
+      wakeAskedAt = nil
       waitGeneration &+= 1
       var causes = WakeCauses()
       if let seen = wait.futexSeen, let slept = wait.slept {

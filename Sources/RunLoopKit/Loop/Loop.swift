@@ -70,6 +70,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var epollRebuilds = 0
   /// See `WaitPolicy`.
   var policy = WaitPolicy.sleep
+  /// Under `.adaptive`: when the first wake-up of the current sleep was asked for.
+  var wakeAskedAt: LoopClock.Instant?
+  /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
+  /// it waits (the one field `lock` does not guard).
+  var adaptiveSpin = AdaptiveSpin()
   /// See `Metrics`; the fields kept elsewhere (waits, wake-up writes, rebuilds) are filled in
   /// when a snapshot is taken.
   var counters = Metrics()
@@ -373,6 +378,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     guard !wakeWritten else { return .none }
     wakeWritten = true
     wakeWrites += 1
+    // The adaptive policy learns when work arrived, not when the woken loop saw it.
+    if policy == .adaptive { wakeAskedAt = .now }
     if sleepingOnFutex {
       // Counted under the lock the sleeper read the count under: a sleep that has not begun
       // yet sees the new count and does not begin.

@@ -10,6 +10,12 @@ extension Loop {
     case spinThenSleep(Duration)
     /// Never block: poll until there is work. Lowest latency, one full core while idle.
     case busyWait
+    /// Spin only when work is likely to arrive soon: the loop learns the gaps between its
+    /// waits and the work that ends them, and spins (for about twice the typical gap) only
+    /// when recent gaps were short, backing off after spins that found nothing. Bursty
+    /// traffic gets answers close to busy-waiting's; sparse traffic, or a poster on the
+    /// loop's own CPU, gets `.sleep`'s behaviour. There is no window to tune.
+    case adaptive
 
     /// A short form such as `sleep`, `spin 1 µs then sleep` or `busy-wait`.
     public var description: String {
@@ -17,6 +23,7 @@ extension Loop {
       case .sleep: "sleep"
       case .spinThenSleep(let window): "spin \(Loop.WaitPolicy.format(window)) then sleep"
       case .busyWait: "busy-wait"
+      case .adaptive: "adaptive"
       }
     }
 
