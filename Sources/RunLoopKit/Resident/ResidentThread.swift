@@ -22,6 +22,9 @@ import Synchronization
 /// there, or call `stop()` explicitly.
 public final class ResidentThread: Sendable {
   let core: ResidentThreadCore
+  /// The thread's loop, fixed once `init` returns: `perform` posts to it without going
+  /// through the core's lock (the loop itself refuses posts once `stop()` was called).
+  private let residentLoop: Loop
 
   /// A serial and task executor that runs jobs on this thread — its loop's `Loop.executor`:
   /// give an actor
@@ -48,7 +51,8 @@ public final class ResidentThread: Sendable {
       waitPolicy: waitPolicy)
     core = ResidentThreadCore(configuration: configuration)
     try core.start()
-    executor = core.loop.executor
+    residentLoop = core.loop
+    executor = residentLoop.executor
   }
 
   deinit {
@@ -80,7 +84,7 @@ public final class ResidentThread: Sendable {
   /// Runs `block` on the thread, after every block this caller posted before it.
   /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
   public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
-    try core.perform(block)
+    try residentLoop.enqueueFromResident(stopped: .stopped(thread: name), block)
   }
 
   /// Runs `block` once on the thread, no earlier than `delay` from now (see
@@ -113,7 +117,7 @@ public final class ResidentThread: Sendable {
     return try withoutActuallyEscaping(body) { escapable in
       let handoff = Handoff(escapable)
       do throws(LoopError) {
-        try core.perform { handoff.run() }
+        try residentLoop.enqueueFromResident(stopped: .stopped(thread: name)) { handoff.run() }
       } catch {
         handoff.discard()
         throw error
@@ -135,7 +139,7 @@ public final class ResidentThread: Sendable {
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         do throws(LoopError) {
-          try core.perform {
+          try residentLoop.enqueueFromResident(stopped: .stopped(thread: name)) {
             // Checked on the thread, right before the body: a cancel that lands while the
             // block waits in the queue prevents the body.
             guard !cancelled.isSet else {

@@ -135,16 +135,6 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
 
   var isRunning: Bool { lock.withLock { state == .running } }
 
-  /// Queues a block in every common mode of the thread's loop. The state check and the
-  /// enqueue happen under one lock hold, so each post lands either before the stop block
-  /// (and runs) or is refused (and throws): never neither.
-  func perform(_ block: @escaping () -> Void) throws(LoopError) {
-    try lock.withLock { () throws(LoopError) in
-      guard state == .running, let storedLoop else { throw .stopped(thread: name) }
-      try storedLoop.enqueue(in: .common, block)
-    }
-  }
-
   /// Schedules a delayed block, or throws if the thread no longer accepts work; checked and
   /// scheduled under one lock hold, as `perform` is.
   func schedule(
@@ -163,7 +153,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     lock.withLock {
       guard state == .running, let storedLoop else { return }
       state = .stopping
-      try? storedLoop.performInAnyMode { [self] in
+      storedLoop.queueResidentStop { [self] in
         lock.withLock { exitRequested = true }
         storedLoop.stopAllRuns()
       }
