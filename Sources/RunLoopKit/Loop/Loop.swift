@@ -8,7 +8,9 @@ import Synchronization
 ///
 /// Differences from CF:
 /// - It sleeps in `epoll_wait` on the mode's own epoll set (one per mode) instead of
-///   `mach_msg` on a port set; its wake-up port is an eventfd.
+///   `mach_msg` on a port set; its wake-up port is an eventfd. A mode that watches no
+///   descriptor sleeps on a futex instead (timers still wake it), the kernel's shortest
+///   sleep-and-wake path.
 /// - `perform(in:_:)` wakes the loop (CFRunLoopPerformBlock does not), and throws once the
 ///   loop's thread has exited instead of dropping the block.
 /// - Adding an item to a second loop, or a bad descriptor, throws instead of being ignored.
@@ -46,7 +48,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   static let drainBufferLimit = 4_096
   /// One frame per active `run` call, innermost last.
   @exclusivity(unchecked) var frames: [RunFrame] = []
-  /// True while the loop thread is (about to be) blocked in `epoll_wait`.
+  /// True while the loop thread is (about to be) blocked in the kernel.
   @exclusivity(unchecked) var sleeping = false
   /// A wake-up arrived while the loop was busy: its next wait must not block.
   @exclusivity(unchecked) var wakeRequested = false
@@ -73,7 +75,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// How many wake-ups were sent (eventfd writes and futex wakes): the cost the wake
   /// coalescing saves.
   @exclusivity(unchecked) var wakeWrites: UInt64 = 0
-  /// Counts returns from `epoll_wait`; a change while callbacks run means a nested run has
+  /// Counts returns from the kernel wait; a change while callbacks run means a nested run has
   /// waited meanwhile and what this pass saw ready may no longer be.
   @exclusivity(unchecked) var waitGeneration: UInt64 = 0
   /// Timers whose handler is running, so teardown can reach them while they are out of heaps.

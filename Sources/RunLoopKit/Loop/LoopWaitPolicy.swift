@@ -3,7 +3,7 @@ extension Loop {
   /// CPU. CFRunLoop always sleeps; the spinning policies are RunLoopKit's addition, measured
   /// against pure busy-waiting by `runloop-bench`.
   public enum WaitPolicy: Sendable, Equatable, CustomStringConvertible {
-    /// Block in `epoll_wait` at once (the default, and CF's behaviour): no CPU while idle.
+    /// Block in the kernel at once (the default, and CF's behaviour): no CPU while idle.
     case sleep
     /// Poll without sleeping for up to the given window, then block. Work that arrives inside
     /// the window is picked up without a kernel wake-up, and its poster makes no syscall.

@@ -7,7 +7,7 @@ import Synchronization
 /// Mirrors no single CF type: it is what Foundation's `Thread` plus `RunLoop.run()` are used
 /// for. Differences from that pattern, which are the point of this type:
 /// - the loop is kept alive by the library (no dummy port to remember), and the thread sleeps
-///   in `epoll_wait` with no CPU use while idle;
+///   in the kernel with no CPU use while idle;
 /// - `stop()` really stops it (a plain `RunLoop.run()` can never be stopped), from any thread,
 ///   including the resident one, after running every block accepted before it;
 /// - work sent after `stop()` throws `.stopped` instead of vanishing;

@@ -4,7 +4,8 @@ extension Loop {
   public struct Metrics: Sendable, Equatable {
     /// Passes through the loop (CF's iterations of `__CFRunLoopRun`).
     public var passes: UInt64 = 0
-    /// Returns from `epoll_wait` (including polls and returns after spinning).
+    /// Returns from the kernel wait, `epoll_wait` or the futex (including polls and returns
+    /// after spinning).
     public var waits: UInt64 = 0
     /// Waits that actually blocked in the kernel, and what ended them. One wake can have
     /// several causes (a timer and a descriptor ready together); each is counted.
@@ -19,7 +20,8 @@ extension Loop {
     public var sourcesHandled: UInt64 = 0
     /// Timer handlers called.
     public var timersFired: UInt64 = 0
-    /// Times a poster wrote the wake-up eventfd. Posts to a busy or spinning loop cost none.
+    /// Wake-ups a poster sent to a sleeping loop: an eventfd write, or a futex wake when the
+    /// mode watches no descriptor. Posts to a busy or spinning loop cost none.
     public var wakeUpWrites: UInt64 = 0
     /// Times a mode's epoll set was rebuilt to shed a registration it could no longer remove.
     public var epollRebuilds = 0

@@ -53,7 +53,8 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     /// `Loop.main` served the main dispatch queue: `DispatchQueue.main` blocks and
     /// `@MainActor` jobs ran.
     case mainQueue
-    /// The loop blocked in `epoll_wait`; the event's duration is how long it slept.
+    /// The loop blocked in the kernel (`epoll_wait`, or its futex when the mode watches no
+    /// descriptor); the event's duration is how long it slept.
     case slept(wokenBy: [WakeCause])
     /// Under a spinning `Loop.WaitPolicy`, the loop polled instead of sleeping; the duration
     /// is how long it spun. No causes: the window ran out (a sleep follows, unless the
