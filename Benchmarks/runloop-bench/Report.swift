@@ -65,7 +65,7 @@ extension Report {
       print("(median of interleaved rounds, slowest–fastest round after it; unpinned)\n")
       print(
         pad("consumer", 42) + pad("posters", 8, right: true) + pad("tasks/s", 10, right: true)
-          + pad("(rounds)", 18, right: true) + pad("eventfd writes/task", 21, right: true))
+          + pad("(rounds)", 18, right: true) + pad("wake-ups/task", 21, right: true))
       for result in throughput {
         print(
           pad(result.name, 42) + pad("\(result.posters)", 8, right: true)
@@ -73,7 +73,7 @@ extension Report {
             + pad(
               fixed(result.lowest / 1e6, 2) + "–" + fixed(result.highest / 1e6, 2) + " M", 18,
               right: true)
-            + pad(result.eventfdWritesPerTask.map { fixed($0, 4) } ?? "—", 21, right: true))
+            + pad(result.wakeUpsPerTask.map { fixed($0, 4) } ?? "—", 21, right: true))
       }
     }
     if let threads {

@@ -63,10 +63,10 @@ enum Targets {
             "Loop.perform throughput vs Dispatch, \(posters) poster\(posters == 1 ? "" : "s")",
           figure: "\(fixed(versusDispatch, 2))×", bound: "≥ 2×", met: versusDispatch >= 2,
           why: "a thread-affine loop must not be a slower queue than Dispatch"))
-      if let writes = ours.eventfdWritesPerTask {
+      if let writes = ours.wakeUpsPerTask {
         checks.append(
           TargetCheck(
-            target: "eventfd writes per task, \(posters) poster\(posters == 1 ? "" : "s")",
+            target: "wake-up syscalls per task, \(posters) poster\(posters == 1 ? "" : "s")",
             figure: fixed(writes, 4), bound: "< 0.1", met: writes < 0.1,
             why: "posts to a busy loop are coalesced: no syscall per task"))
       }

@@ -12,8 +12,9 @@ struct ThroughputResult: Codable {
   let tasksPerSecond: Double
   let lowest: Double
   let highest: Double
-  /// Wake-up eventfd writes per task (RunLoopKit and the C floor), over every round.
-  let eventfdWritesPerTask: Double?
+  /// Wake-ups sent per task (eventfd writes, or futex wakes for a loop asleep on its futex;
+  /// RunLoopKit and the C floor), over every round.
+  let wakeUpsPerTask: Double?
 }
 
 /// Tasks per second from 1 and 4 posting threads into one consumer, every task counted as run
@@ -94,7 +95,7 @@ enum ThroughputStudy {
           ThroughputResult(
             name: peers[index].name, posters: posters, tasks: tasks,
             tasksPerSecond: rates[rates.count / 2], lowest: rates.first!, highest: rates.last!,
-            eventfdWritesPerTask: writes[index].map {
+            wakeUpsPerTask: writes[index].map {
               Double($0) / Double(tasks * options.throughputRounds)
             }))
       }
