@@ -121,12 +121,26 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   struct QueuedBlock {
-    /// Which modes may run it. One mode needs no array, so the common case allocates nothing.
+    /// Which modes may run it. One mode needs no array, so the common case allocates nothing,
+    /// and the two modes nearly every block names have cases of their own, so queuing and
+    /// running such a block copies no mode name (a String's retain and release each time).
     enum Modes {
+      case common
+      case defaultMode
       case one(Mode)
       case list([Mode])
       /// Whatever mode the loop runs next (the resident thread's stop block).
       case any
+
+      init(_ mode: Mode) {
+        if mode == .common {
+          self = .common
+        } else if mode == .default {
+          self = .defaultMode
+        } else {
+          self = .one(mode)
+        }
+      }
     }
     let modes: Modes
     let block: () -> Void
@@ -136,6 +150,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
         wanted == mode || (wanted == .common && commonModes.contains(mode))
       }
       switch modes {
+      case .common: return commonModes.contains(mode)
+      case .defaultMode: return mode == .default
       case .one(let wanted): return matches(wanted)
       case .list(let wanted): return wanted.contains(where: matches)
       case .any: return true
@@ -336,25 +352,27 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   public func perform(
     in modes: [Mode], _ block: sending @escaping () -> Void
   ) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: modes.count == 1 ? .one(modes[0]) : .list(modes), block: block))
+    try enqueue(
+      QueuedBlock(
+        modes: modes.count == 1 ? QueuedBlock.Modes(modes[0]) : .list(modes), block: block))
   }
 
   /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop.
   public func perform(
     in mode: Mode, _ block: sending @escaping () -> Void
   ) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .one(mode), block: block))
+    try enqueue(QueuedBlock(modes: QueuedBlock.Modes(mode), block: block))
   }
 
   /// Queues `block` for the common modes and wakes the loop.
   public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .one(.common), block: block))
+    try enqueue(QueuedBlock(modes: .common, block: block))
   }
 
   /// `perform` for the library's own callers, whose blocks need no `sending` proof (the
   /// resident thread passes on a block it received as `sending` already).
   func enqueue(in mode: Mode, _ block: @escaping () -> Void) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .one(mode), block: block))
+    try enqueue(QueuedBlock(modes: QueuedBlock.Modes(mode), block: block))
   }
 
   /// `ResidentThread.perform`: the thread's state check and the enqueue under one lock hold,
@@ -363,7 +381,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   func enqueueFromResident(
     stopped: @autoclosure () -> LoopError, _ block: @escaping () -> Void
   ) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .one(.common), block: block), fromResident: true, stopped)
+    try enqueue(QueuedBlock(modes: .common, block: block), fromResident: true, stopped)
   }
 
   private func enqueue(
