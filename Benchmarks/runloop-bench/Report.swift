@@ -94,13 +94,37 @@ extension Report {
       }
     }
     if let timerScale {
-      print("\nTimer scale: \(timerScale.timers) timers in one mode\n")
+      print("\nTimer scale: \(timerScale.timers) timers in one mode, LoopTimer vs a C timer heap")
       print(
-        "add all     \(fixed(timerScale.addSeconds, 3)) s  (\(formatNanoseconds(timerScale.addSeconds * 1e9 / Double(timerScale.timers))) per timer)"
-      )
-      print("cancel all  \(fixed(timerScale.cancelSeconds, 3)) s  (random order)")
+        "(per timer; C = a libuv-style intrusive binary heap, same work in the same process;\n"
+          + " add = loop.add(timer, to:), cancel = timer.invalidate() in random order;"
+          + " ratio = ours / C)\n")
       print(
-        "fire all    \(fixed(timerScale.fireAllSeconds, 3)) s  (\(timerScale.fired) fired, due within 10 ms)"
+        pad("round", 12) + pad("add", 10, right: true) + pad("C add", 10, right: true)
+          + pad("ratio", 8, right: true) + pad("cancel", 10, right: true)
+          + pad("C cancel", 10, right: true) + pad("ratio", 8, right: true))
+      func row(
+        _ name: String, _ add: Double, _ cAdd: Double, _ cancel: Double, _ cCancel: Double
+      ) {
+        print(
+          pad(name, 12) + pad(formatNanoseconds(add), 10, right: true)
+            + pad(formatNanoseconds(cAdd), 10, right: true)
+            + pad(fixed(add / cAdd, 2) + "×", 8, right: true)
+            + pad(formatNanoseconds(cancel), 10, right: true)
+            + pad(formatNanoseconds(cCancel), 10, right: true)
+            + pad(fixed(cancel / cCancel, 2) + "×", 8, right: true))
+      }
+      for (index, round) in timerScale.rounds.enumerated() {
+        row(
+          "\(index + 1)\(round.cFirst ? " (C 1st)" : "")", round.addNanosecondsPerTimer,
+          round.cAddNanosecondsPerTimer, round.cancelNanosecondsPerTimer,
+          round.cCancelNanosecondsPerTimer)
+      }
+      row(
+        "median", timerScale.addNanosecondsPerTimer, timerScale.cAddNanosecondsPerTimer,
+        timerScale.cancelNanosecondsPerTimer, timerScale.cCancelNanosecondsPerTimer)
+      print(
+        "\nfire all    \(fixed(timerScale.fireAllSeconds, 3)) s  (\(timerScale.fired) fired, due within 10 ms)"
       )
     }
     printLateness(timerLateness, title: "Lateness of a 1 ms repeating timer")

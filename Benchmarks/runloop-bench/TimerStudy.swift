@@ -5,12 +5,33 @@ import Glibc
 import RunLoopKit
 import Synchronization
 
+/// A million timers through one mode's heap, against a C timer heap doing the same work.
 struct TimerScaleResult: Codable {
   let timers: Int
+  /// The median round's totals, in seconds (`addNanosecondsPerTimer` × `timers`, and so on).
   let addSeconds: Double
   let cancelSeconds: Double
   let fireAllSeconds: Double
   let fired: Int
+  /// Every round, in the order run.
+  let rounds: [TimerScaleRound]
+  /// Medians over the rounds, per timer: `loop.add(timer, to:)` and `timer.invalidate()`
+  /// (random order), and the C heap's insert and remove (`crb_timer_heap_cost`).
+  let addNanosecondsPerTimer: Double
+  let cancelNanosecondsPerTimer: Double
+  let cAddNanosecondsPerTimer: Double
+  let cCancelNanosecondsPerTimer: Double
+}
+
+/// One round of the timer-scale study: ours and the C heap's cost per timer, run back to back.
+struct TimerScaleRound: Codable {
+  let addNanosecondsPerTimer: Double
+  let cancelNanosecondsPerTimer: Double
+  let cAddNanosecondsPerTimer: Double
+  let cCancelNanosecondsPerTimer: Double
+  /// Whether the C heap ran first this round (the order alternates, so neither side always
+  /// inherits the other's cache and allocator state).
+  let cFirst: Bool
 }
 
 struct LatenessResult: Codable {
@@ -20,31 +41,30 @@ struct LatenessResult: Codable {
 
 /// A million timers through one mode's heap, and how late a 1 ms repeating timer fires.
 enum TimerStudy {
+  /// Rounds of add-all then cancel-all for LoopTimer and for the C heap, interleaved, then one
+  /// fire-all. Creating the timers is outside the timed part on both sides.
   static func scale(_ options: Options, progress: Progress) throws -> TimerScaleResult {
     let count = options.timerCount
+    let roundCount = options.quick ? 3 : 5
     let thread = try ResidentThread(name: "bench-timers")
     let loop = thread.loop
     let result = try thread.performAndWait { () throws -> TimerScaleResult in
-      // Add, then cancel in random order: the heap's O(log n) insert and removal.
-      let base = LoopClock.Instant.now.advanced(by: .seconds(3600))
-      var random = SplitMix(seed: 5)
-      var timers: [LoopTimer] = []
-      timers.reserveCapacity(count)
-      for _ in 0..<count {
-        let date = base.advanced(
-          by: .nanoseconds(Int64.random(in: 0..<1_000_000_000, using: &random)))
-        timers.append(try LoopTimer(fireAt: date) { _ in })
+      var rounds: [TimerScaleRound] = []
+      for round in 0..<roundCount {
+        let seed = UInt64(5 + round)
+        let cFirst = round % 2 == 1
+        var c = (add: 0.0, cancel: 0.0)
+        if cFirst { c = try cHeapCost(count, seed: seed) }
+        let ours = try loopTimerCost(count, seed: seed, loop: loop)
+        if !cFirst { c = try cHeapCost(count, seed: seed) }
+        rounds.append(
+          TimerScaleRound(
+            addNanosecondsPerTimer: ours.add, cancelNanosecondsPerTimer: ours.cancel,
+            cAddNanosecondsPerTimer: c.add, cCancelNanosecondsPerTimer: c.cancel, cFirst: cFirst))
       }
-      var start = crb_now_ns()
-      for timer in timers { try loop.add(timer, to: "scale") }
-      let add = Double(crb_now_ns() - start) / 1e9
-      timers.shuffle(using: &random)
-      start = crb_now_ns()
-      for timer in timers { timer.invalidate() }
-      let cancel = Double(crb_now_ns() - start) / 1e9
-      timers.removeAll()
 
       // Fire all: timers due within the next 10 ms, run until every one has fired.
+      var random = SplitMix(seed: 5)
       let fired = Atomic<Int>(0)
       let soon = LoopClock.Instant.now.advanced(by: .milliseconds(50))
       for _ in 0..<count {
@@ -52,19 +72,66 @@ enum TimerStudy {
         try loop.add(
           LoopTimer(fireAt: date) { @Sendable _ in fired.add(1, ordering: .relaxed) }, to: "fire")
       }
-      start = crb_now_ns()
+      let start = crb_now_ns()
       while fired.load(ordering: .relaxed) < count {
         loop.run(in: "fire", for: .seconds(10))
       }
       let fireAll = Double(crb_now_ns() - start) / 1e9
+
+      let add = median(rounds.map(\.addNanosecondsPerTimer))
+      let cancel = median(rounds.map(\.cancelNanosecondsPerTimer))
       return TimerScaleResult(
-        timers: count, addSeconds: add, cancelSeconds: cancel, fireAllSeconds: fireAll,
-        fired: fired.load(ordering: .relaxed))
+        timers: count, addSeconds: add * Double(count) / 1e9,
+        cancelSeconds: cancel * Double(count) / 1e9, fireAllSeconds: fireAll,
+        fired: fired.load(ordering: .relaxed), rounds: rounds,
+        addNanosecondsPerTimer: add, cancelNanosecondsPerTimer: cancel,
+        cAddNanosecondsPerTimer: median(rounds.map(\.cAddNanosecondsPerTimer)),
+        cCancelNanosecondsPerTimer: median(rounds.map(\.cCancelNanosecondsPerTimer)))
     }
     thread.stop()
     try thread.join()
-    progress.note("timer scale: \(count) timers")
+    progress.note("timer scale: \(count) timers, \(roundCount) rounds")
     return result
+  }
+
+  /// Adds `count` timers with random fire dates to one mode, then invalidates them in random
+  /// order: the heap's O(log n) insert and removal. Nanoseconds per timer for each.
+  private static func loopTimerCost(
+    _ count: Int, seed: UInt64, loop: Loop
+  ) throws -> (add: Double, cancel: Double) {
+    let base = LoopClock.Instant.now.advanced(by: .seconds(3600))
+    var random = SplitMix(seed: seed)
+    var timers: [LoopTimer] = []
+    timers.reserveCapacity(count)
+    for _ in 0..<count {
+      let date = base.advanced(
+        by: .nanoseconds(Int64.random(in: 0..<1_000_000_000, using: &random)))
+      timers.append(try LoopTimer(fireAt: date) { _ in })
+    }
+    var start = crb_now_ns()
+    for timer in timers { try loop.add(timer, to: "scale") }
+    let add = crb_now_ns() - start
+    timers.shuffle(using: &random)
+    start = crb_now_ns()
+    for timer in timers { timer.invalidate() }
+    let cancel = crb_now_ns() - start
+    return (Double(add) / Double(count), Double(cancel) / Double(count))
+  }
+
+  /// The same work on the C heap (`crb_timer_heap_cost`), in nanoseconds per timer.
+  private static func cHeapCost(_ count: Int, seed: UInt64) throws -> (add: Double, cancel: Double)
+  {
+    var add: Int64 = 0
+    var cancel: Int64 = 0
+    let error = crb_timer_heap_cost(Int32(count), seed, &add, &cancel)
+    guard error == 0 else { throw CTimerHeapError(code: error) }
+    return (Double(add) / Double(count), Double(cancel) / Double(count))
+  }
+
+  private static func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
   }
 
   /// Lateness of a 1 ms repeating timer: how long after each grid point its handler starts.
@@ -140,6 +207,12 @@ enum TimerStudy {
     progress.note("timer lateness")
     return results
   }
+}
+
+/// `crb_timer_heap_cost` failed: ENOMEM, or EINVAL for a heap that came out inconsistent.
+struct CTimerHeapError: Error, CustomStringConvertible {
+  let code: Int32
+  var description: String { "the C timer heap baseline failed: \(String(cString: strerror(code)))" }
 }
 
 extension CFRunLoopMode {
