@@ -117,7 +117,22 @@ enum Targets {
   }
 
   private static func timers(_ report: Report) -> [TargetCheck] {
-    []
+    guard let timers = report.timerScale else { return [] }
+    let count = timers.timers >= 1_000_000 ? "1 000 000" : "\(timers.timers) (quick)"
+    return [
+      TargetCheck(
+        target: "timer add at \(count)",
+        figure:
+          "\(fixed(timers.addNanosecondsPerTimer, 0)) ns (C heap \(fixed(timers.cAddNanosecondsPerTimer, 0)) ns)",
+        bound: "≤ 100 ns", met: timers.addNanosecondsPerTimer <= 100,
+        why: "a timer per connection or request must be cheap to arm"),
+      TargetCheck(
+        target: "timer cancel at \(count)",
+        figure:
+          "\(fixed(timers.cancelNanosecondsPerTimer, 0)) ns (C heap \(fixed(timers.cCancelNanosecondsPerTimer, 0)) ns)",
+        bound: "≤ 600 ns", met: timers.cancelNanosecondsPerTimer <= 600,
+        why: "most such timers are cancelled before they fire"),
+    ]
   }
 
   private static func idle(_ report: Report) -> [TargetCheck] {
