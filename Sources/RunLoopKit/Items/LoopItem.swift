@@ -3,7 +3,13 @@
 /// `attachLocked`/`detachLocked` run with the loop's lock held; the callouts they return
 /// (a manual source's schedule/cancel callbacks) run after it is released.
 protocol LoopItem: AnyObject, Sendable {
-  var binding: ItemBinding { get }
+  /// Binds to `loop` on first use, under `ItemBinding.bind(to:)`'s rules; returns whether this
+  /// call made the binding.
+  func bind(to loop: Loop) throws(LoopError) -> Bool
+  /// Undoes a binding made by an add that then failed, so the item is free again.
+  func unbind()
+  /// The loop the item is bound to, while that loop exists.
+  var owner: Loop? { get }
   var memberModes: [ModeState] { get }
   /// `memberModes.contains(mode)`, without building the array.
   func isMember(of mode: ModeState) -> Bool
@@ -20,7 +26,23 @@ protocol LoopItem: AnyObject, Sendable {
 extension LoopItem {
   func isMember(of mode: ModeState) -> Bool { memberModes.contains { $0 === mode } }
 
-  /// Every item's `invalidate()`: marks it invalid, leaves every mode (running the cancel
+  func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
+    memberModes.compactMap { detachLocked(from: $0, of: loop) }
+  }
+}
+
+/// An item whose binding is an `ItemBinding` object: every item but the timer, which keeps
+/// the same state in itself (see `LoopTimer.binding`).
+protocol BoundItem: LoopItem {
+  var binding: ItemBinding { get }
+}
+
+extension BoundItem {
+  func bind(to loop: Loop) throws(LoopError) -> Bool { try binding.bind(to: loop) }
+  func unbind() { binding.unbind() }
+  var owner: Loop? { binding.owner }
+
+  /// Every such item's `invalidate()`: marks it invalid, leaves every mode (running the cancel
   /// callouts), then takes its closures out with `take` (under `binding.lock`) and releases
   /// them once no lock is held, since a captured object's deinit may call back into the loop.
   /// Only the call that made the item invalid does this: a concurrent second call must not
@@ -32,13 +54,9 @@ extension LoopItem {
     let released = binding.lock.withLock(take)
     withExtendedLifetime(released) {}
   }
-
-  func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
-    memberModes.compactMap { detachLocked(from: $0, of: loop) }
-  }
 }
 
-extension ManualSource: LoopItem {
+extension ManualSource: BoundItem {
   var memberModes: [ModeState] { modes }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
@@ -63,7 +81,7 @@ extension ManualSource: LoopItem {
   }
 }
 
-extension LoopObserver: LoopItem {
+extension LoopObserver: BoundItem {
   var memberModes: [ModeState] { modes }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
@@ -96,16 +114,23 @@ extension LoopTimer: LoopItem {
   }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    let schedule = binding.lock.withLock { scheduleUnlocked }
+    attachLocked(to: mode, of: loop, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
+    return nil
+  }
+
+  /// Joins `mode` with a schedule the caller already read (under `binding.lock`).
+  func attachLocked(
+    to mode: ModeState, of loop: Loop, fireDate: LoopClock.Instant, tolerance: Duration
+  ) {
     mode.timerCount += 1
     if isFiring {
       // Out of every heap until its callout ends; finishing the firing puts it in this one too.
       slots.append(TimerSlot(mode: mode, index: nil))
-      return nil
+      return
     }
-    let schedule = binding.lock.withLock { scheduleUnlocked }
-    mode.timers.insert(self, in: mode, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
+    mode.timers.insert(self, in: mode, fireDate: fireDate, tolerance: tolerance)
     loop.timersChangedLocked(in: mode)
-    return nil
   }
 
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
@@ -122,7 +147,7 @@ extension LoopTimer: LoopItem {
   }
 }
 
-extension DescriptorSource: LoopItem {
+extension DescriptorSource: BoundItem {
   var memberModes: [ModeState] { registrations.map(\.mode) }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {

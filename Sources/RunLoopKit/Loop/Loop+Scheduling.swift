@@ -58,7 +58,12 @@ extension Loop {
 
   /// Schedules a timer in `mode`. Throws if the timer belongs to another loop or was invalidated.
   public func add(_ timer: LoopTimer, to mode: Mode) throws(LoopError) {
-    try addItem(timer, to: mode)
+    if mode == .common {
+      // Set before it can join the common items, so cancelling it knows to look there.
+      timer.mayBeCommon.store(true, ordering: .relaxed)
+      return try addItem(timer, to: mode)
+    }
+    try lock.withLock { () throws(LoopError) in try addTimerLocked(timer, to: mode) }
   }
   /// Takes the timer out of `mode` (out of every common mode with `.common`) without
   /// invalidating it. Mirrors `CFRunLoopRemoveTimer`.
@@ -128,7 +133,7 @@ extension Loop {
     try lock.withLock { () throws(LoopError) in
       guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
       guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
-      let newlyBound = try item.binding.bind(to: self)
+      let newlyBound = try item.bind(to: self)
       do throws(LoopError) {
         if name == .common {
           guard !commonItems.contains(item) else { return }
@@ -139,11 +144,29 @@ extension Loop {
         }
       } catch {
         // Nothing half-done: an item refused on its first add is not bound to this loop.
-        if newlyBound && item.memberModes.isEmpty { item.binding.unbind() }
+        if newlyBound && item.memberModes.isEmpty { item.unbind() }
         throw error
       }
     }
     for callout in callouts { callout() }
+  }
+
+  /// `addItem` for a timer and one named mode, the usual add, with the same checks in the same
+  /// order: binding it and reading its schedule take one hold of its lock, and there are no
+  /// callouts to collect. Adding a million timers should cost heap work, not bookkeeping.
+  private func addTimerLocked(_ timer: LoopTimer, to name: Mode) throws(LoopError) {
+    guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
+    guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
+    let (newlyBound, fireDate, tolerance) = try timer.bindReadingSchedule(to: self)
+    let mode: ModeState
+    do throws(LoopError) {
+      mode = try modeLocked(name)
+    } catch {
+      if newlyBound && timer.slots.isEmpty { timer.unbind() }
+      throw error
+    }
+    if timer.isMember(of: mode) { return }
+    timer.attachLocked(to: mode, of: self, fireDate: fireDate, tolerance: tolerance)
   }
 
   /// Joins every listed mode, or none: if one fails, those already joined are left again.
@@ -179,7 +202,7 @@ extension Loop {
 
   private func removeItem(_ item: some LoopItem, from name: Mode) {
     let callouts = lock.withLock { () -> [Callout] in
-      guard item.binding.owner === self else { return [] }
+      guard item.owner === self else { return [] }
       var targets: [ModeState]
       if name == .common {
         commonItems.remove(item)
@@ -208,6 +231,18 @@ extension Loop {
       return item.detachFromAllLocked(of: self)
     }
     for callout in callouts { callout() }
+  }
+
+  /// `detachEverywhere` for an invalidated timer: it has no callouts, and one never added to
+  /// `.common` skips the common set's hash lookup, which a cancel otherwise pays whenever the
+  /// loop has any common item (a resident thread's loop always has).
+  func detachTimerEverywhere(_ timer: LoopTimer) {
+    lock.withLock {
+      if timer.mayBeCommon.load(ordering: .relaxed) && !commonItems.isEmpty {
+        commonItems.remove(timer)
+      }
+      _ = timer.detachFromAllLocked(of: self)
+    }
   }
 
   /// Applies a change to a timer's fire date or tolerance and re-keys it in every heap.

@@ -2,16 +2,22 @@
 ///
 /// Each timer records its own index in every heap it is in (`LoopTimer.slots`), so removing or
 /// re-keying a timer is O(log n) with no search, which is what lets a mode hold a million
-/// timers. Four children per node halve the depth of a binary heap (10 levels for a million
-/// timers instead of 20), and each level's children sit in one or two cache lines, so a sift
-/// touches far fewer timer objects. Everything here is guarded by the owning loop's lock.
+/// timers. At that size nearly every step of a sift is a cache miss, so the layout is chosen
+/// to make each level cost one: an entry is 16 bytes (fire date and timer), four children fill
+/// one 64-byte line, and the storage is aligned so every group of siblings starts a line. Four
+/// children per node also halve the depth of a binary heap (10 levels for a million timers).
+/// Sifting moves entries into a hole rather than swapping, and the storage is a raw buffer, so
+/// a step is a compare and a copy with no uniqueness or bounds check. Everything here is
+/// guarded by the owning loop's lock.
 final class TimerHeap {
   static let arity = 4
+  /// Unused entries before index 0: children of `i` start at `4i + 1`, which this shifts to a
+  /// multiple of four entries, that is of 64 bytes.
+  private static let lead = arity - 1
+  private static let alignment = 64
 
   struct Entry {
     var fireDate: LoopClock.Instant
-    var tolerance: Duration
-    let sequence: UInt64
     /// Retained by the heap for as long as the entry is in it (released in `removeEntry` and
     /// `deinit`). Unmanaged so sifting can move entries and update the timers' indices without
     /// retain/release traffic on every step.
@@ -19,22 +25,39 @@ final class TimerHeap {
 
     var timer: LoopTimer { reference.takeUnretainedValue() }
 
+    /// Fire date, then creation order. The sequence lives in the timer, not the entry, to keep
+    /// entries at 16 bytes; it is read only when two fire dates are equal.
     func precedes(_ other: Entry) -> Bool {
-      (fireDate, sequence) < (other.fireDate, other.sequence)
+      if fireDate.nanoseconds != other.fireDate.nanoseconds {
+        return fireDate.nanoseconds < other.fireDate.nanoseconds
+      }
+      return reference._withUnsafeGuaranteedRef { $0.sequence }
+        < other.reference._withUnsafeGuaranteedRef { $0.sequence }
     }
   }
 
-  private(set) var entries: [Entry] = []
+  /// The allocation, and `lead` entries into it the entry at index 0.
+  private var allocation: UnsafeMutableRawPointer
+  private var storage: UnsafeMutablePointer<Entry>
+  private var capacity: Int
+  private(set) var count = 0
   /// Element moves made by sifting, for tests that check removal really is logarithmic.
   private(set) var moveCount = 0
 
-  deinit {
-    for entry in entries { entry.reference.release() }
+  init() {
+    capacity = 16
+    (allocation, storage) = TimerHeap.allocate(capacity)
   }
 
-  var count: Int { entries.count }
-  var isEmpty: Bool { entries.isEmpty }
-  var earliest: Entry? { entries.first }
+  deinit {
+    for index in 0..<count { storage[index].reference.release() }
+    allocation.deallocate()
+  }
+
+  var isEmpty: Bool { count == 0 }
+  var earliest: Entry? { count == 0 ? nil : storage[0] }
+  /// Every entry, in heap order (a copy, for descriptions and teardown).
+  var entries: [Entry] { Array(UnsafeBufferPointer(start: storage, count: count)) }
 
   func insert(
     _ timer: LoopTimer, in mode: ModeState, fireDate: LoopClock.Instant, tolerance: Duration
@@ -47,8 +70,8 @@ final class TimerHeap {
   /// Takes `timer` out of the heap but leaves its slot (index `nil`), as while it fires.
   func detach(_ timer: LoopTimer) {
     guard let index = slotIndex(of: timer) else { return }
-    removeEntry(at: index)
     timer.slots.setIndex(nil, in: self)
+    removeEntry(at: index)
   }
 
   /// Puts a detached timer back with a new key.
@@ -59,26 +82,27 @@ final class TimerHeap {
 
   /// Removes `timer` and its slot altogether.
   func remove(_ timer: LoopTimer) {
-    detach(timer)
-    timer.slots.removeAll { $0.heap === self }
+    guard let index = timer.slots.removeSlot(of: self) else { return }
+    removeEntry(at: index)
   }
 
   /// Changes the key of a timer that is in the heap.
   func update(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Duration) {
     guard let index = slotIndex(of: timer) else { return }
-    entries[index].fireDate = fireDate
-    entries[index].tolerance = tolerance
-    record(siftDown(siftUp(index)))
+    timer.scheduledTolerance = tolerance
+    var entry = storage[index]
+    entry.fireDate = fireDate
+    record(settle(entry, at: index))
   }
 
   /// Every timer due at `now`, earliest first, without removing any. The heap order lets
   /// the walk stop at the first entry of each subtree that is not due.
   func due(at now: LoopClock.Instant) -> [LoopTimer] {
     var found: [Entry] = []
-    var pending = entries.isEmpty ? [] : [0]
+    var pending = count == 0 ? [] : [0]
     while let index = pending.popLast() {
-      guard entries[index].fireDate <= now else { continue }
-      found.append(entries[index])
+      guard storage[index].fireDate <= now else { continue }
+      found.append(storage[index])
       pending += children(of: index)
     }
     return found.sorted { $0.precedes($1) }.map(\.timer)
@@ -89,14 +113,17 @@ final class TimerHeap {
   /// the heap order lets whole subtrees past that point be skipped, so this visits just the
   /// timers inside the first timer's tolerance window.
   func wakeDeadline() -> LoopClock.Instant? {
-    guard let first = entries.first else { return nil }
-    var best = first.fireDate.advanced(by: first.tolerance)
-    if first.tolerance == .zero { return best }  // nothing can beat the earliest fire date
+    guard count > 0 else { return nil }
+    let first = storage[0]
+    let tolerance = first.reference._withUnsafeGuaranteedRef { $0.scheduledTolerance }
+    var best = first.fireDate.advanced(by: tolerance)
+    if tolerance == .zero { return best }  // nothing can beat the earliest fire date
     var pending = [0]
     while let index = pending.popLast() {
-      let fireDate = entries[index].fireDate
-      if fireDate > best { continue }
-      best = min(best, fireDate.advanced(by: entries[index].tolerance))
+      let entry = storage[index]
+      if entry.fireDate > best { continue }
+      let own = entry.reference._withUnsafeGuaranteedRef { $0.scheduledTolerance }
+      best = min(best, entry.fireDate.advanced(by: own))
       pending += children(of: index)
     }
     return best
@@ -110,69 +137,96 @@ final class TimerHeap {
 
   private func children(of index: Int) -> Range<Int> {
     let first = TimerHeap.arity * index + 1
-    return min(first, entries.count)..<min(first + TimerHeap.arity, entries.count)
-  }
-
-  /// `entries[a]` comes before `entries[b]`; compares keys in place.
-  private func precedes(_ a: Int, _ b: Int) -> Bool {
-    let lhs = entries[a].fireDate
-    let rhs = entries[b].fireDate
-    return lhs < rhs || (lhs == rhs && entries[a].sequence < entries[b].sequence)
+    return min(first, count)..<min(first + TimerHeap.arity, count)
   }
 
   private func append(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Duration) {
-    entries.append(
-      Entry(
-        fireDate: fireDate, tolerance: tolerance, sequence: timer.sequence,
-        reference: .passRetained(timer)))
-    let index = siftUp(entries.count - 1)
+    timer.scheduledTolerance = tolerance
+    if count == capacity { grow() }
+    count += 1
+    let index = siftUp(Entry(fireDate: fireDate, reference: .passRetained(timer)), from: count - 1)
     timer.slots.setIndex(index, in: self)
   }
 
+  /// Fills the hole at `index` with the last entry and releases the heap's reference to the
+  /// entry that was there (its timer's slot no longer points here).
   private func removeEntry(at index: Int) {
-    let last = entries.count - 1
-    if index != last { entries.swapAt(index, last) }
-    entries.removeLast().reference.release()
-    if index < entries.count {
-      let settled = siftDown(siftUp(index))
-      record(settled)
-    }
+    let removed = storage[index].reference
+    count -= 1
+    if index < count { record(settle(storage[count], at: index)) }
+    removed.release()
   }
 
-  /// Moves the entry at `start` towards the root while it precedes its parent; every entry it
-  /// passes learns its new index. Returns where the moving entry ends (its own index is left
-  /// for the caller to record).
-  @discardableResult
-  private func siftUp(_ start: Int) -> Int {
-    var child = start
-    while child > 0 {
-      let parent = (child - 1) / TimerHeap.arity
-      guard precedes(child, parent) else { break }
-      entries.swapAt(child, parent)
-      record(child)
-      child = parent
+  /// Puts `entry` in the hole at `index`, sifting it up or down as its key requires; returns
+  /// where it ends (its own index is left for the caller to record).
+  private func settle(_ entry: Entry, at index: Int) -> Int {
+    if index > 0 && entry.precedes(storage[(index - 1) / TimerHeap.arity]) {
+      return siftUp(entry, from: index)
+    }
+    return siftDown(entry, from: index)
+  }
+
+  /// Moves the hole at `start` towards the root while `entry` precedes the hole's parent; every
+  /// entry moved down learns its new index. Stores `entry` where the hole ends.
+  private func siftUp(_ entry: Entry, from start: Int) -> Int {
+    var hole = start
+    while hole > 0 {
+      let parent = (hole - 1) / TimerHeap.arity
+      guard entry.precedes(storage[parent]) else { break }
+      storage[hole] = storage[parent]
+      record(hole)
+      hole = parent
       moveCount += 1
     }
-    return child
+    storage[hole] = entry
+    return hole
   }
 
-  /// Moves the entry at `start` towards the leaves while a child precedes it.
-  @discardableResult
-  private func siftDown(_ start: Int) -> Int {
-    var parent = start
+  /// Moves the hole at `start` towards the leaves while a child precedes `entry`.
+  private func siftDown(_ entry: Entry, from start: Int) -> Int {
+    var hole = start
     while true {
-      var smallest = parent
-      for child in children(of: parent) where precedes(child, smallest) { smallest = child }
-      if smallest == parent { return parent }
-      entries.swapAt(parent, smallest)
-      record(parent)
-      parent = smallest
+      let first = TimerHeap.arity * hole + 1
+      if first >= count { break }
+      let end = min(first + TimerHeap.arity, count)
+      var smallest = first
+      var child = first + 1
+      while child < end {
+        if storage[child].precedes(storage[smallest]) { smallest = child }
+        child += 1
+      }
+      guard storage[smallest].precedes(entry) else { break }
+      storage[hole] = storage[smallest]
+      record(hole)
+      hole = smallest
       moveCount += 1
     }
+    storage[hole] = entry
+    return hole
   }
 
   /// Stores `index` as the heap index of the timer now at `index`.
   private func record(_ index: Int) {
-    entries[index].reference._withUnsafeGuaranteedRef { $0.slots.setIndex(index, in: self) }
+    storage[index].reference._withUnsafeGuaranteedRef { $0.slots.setIndex(index, in: self) }
+  }
+
+  /// Doubles the storage. Entries are plain values (a date and an unmanaged reference), so
+  /// moving them is a byte copy.
+  private func grow() {
+    let (fresh, entries) = TimerHeap.allocate(capacity * 2)
+    entries.moveInitialize(from: storage, count: count)
+    allocation.deallocate()
+    (allocation, storage, capacity) = (fresh, entries, capacity * 2)
+  }
+
+  /// Room for `capacity` entries after `lead` unused ones, the allocation line-aligned.
+  private static func allocate(
+    _ capacity: Int
+  ) -> (UnsafeMutableRawPointer, UnsafeMutablePointer<Entry>) {
+    let stride = MemoryLayout<Entry>.stride
+    let allocation = UnsafeMutableRawPointer.allocate(
+      byteCount: (capacity + lead) * stride, alignment: alignment)
+    let entries = (allocation + lead * stride).bindMemory(to: Entry.self, capacity: capacity)
+    return (allocation, entries)
   }
 }

@@ -38,17 +38,20 @@ struct TimerSlots: RandomAccessCollection, MutableCollection {
     if first == nil { first = slot } else { others.append(slot) }
   }
 
-  mutating func removeAll(where shouldRemove: (TimerSlot) -> Bool) {
-    others.removeAll(where: shouldRemove)
-    if let slot = first, shouldRemove(slot) {
-      first = others.isEmpty ? nil : others.removeFirst()
-    }
-  }
-
   /// The index stored for `heap`, without walking anything when it is the first slot.
   func index(in heap: TimerHeap) -> Int? {
     if let first, first.heap === heap { return first.index }
     return others.first { $0.heap === heap }?.index
+  }
+
+  /// Removes the slot for `heap`; returns the index it held (nil if it had none, or no slot).
+  mutating func removeSlot(of heap: TimerHeap) -> Int? {
+    if let slot = first, slot.heap === heap {
+      first = others.isEmpty ? nil : others.removeFirst()
+      return slot.index
+    }
+    guard let position = others.firstIndex(where: { $0.heap === heap }) else { return nil }
+    return others.remove(at: position).index
   }
 
   mutating func setIndex(_ index: Int?, in heap: TimerHeap) {
