@@ -24,16 +24,19 @@ int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data) {
 // 0 = not probed yet, 1 = epoll_pwait2 works, -1 = kernel lacks it.
 static int pwait2_state = 0;
 
+// NULL for a negative time (no timeout), else `ts` filled from nanoseconds.
+static struct timespec *timespec_from_ns(int64_t ns, struct timespec *ts) {
+  if (ns < 0) return NULL;
+  ts->tv_sec = ns / 1000000000;
+  ts->tv_nsec = ns % 1000000000;
+  return ts;
+}
+
 int crl_epoll_wait(int epfd, struct epoll_event *events, int max_events, int64_t timeout_ns) {
 #ifdef SYS_epoll_pwait2
   if (__atomic_load_n(&pwait2_state, __ATOMIC_RELAXED) >= 0) {
     struct timespec ts;
-    struct timespec *tsp = NULL;
-    if (timeout_ns >= 0) {
-      ts.tv_sec = timeout_ns / 1000000000;
-      ts.tv_nsec = timeout_ns % 1000000000;
-      tsp = &ts;
-    }
+    struct timespec *tsp = timespec_from_ns(timeout_ns, &ts);
     int n = (int)syscall(SYS_epoll_pwait2, epfd, events, max_events, tsp, NULL, 0);
     // Kernels before 5.11 answer ENOSYS; some seccomp filters answer EPERM for syscalls they
     // do not know. Either way, on the first call only, fall back to epoll_wait for good.
@@ -149,12 +152,7 @@ void crl_futex_increment(uint32_t *word) { __atomic_fetch_add(word, 1, __ATOMIC_
 
 int crl_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns) {
   struct timespec ts;
-  struct timespec *tsp = NULL;
-  if (deadline_ns >= 0) {
-    ts.tv_sec = deadline_ns / 1000000000;
-    ts.tv_nsec = deadline_ns % 1000000000;
-    tsp = &ts;
-  }
+  struct timespec *tsp = timespec_from_ns(deadline_ns, &ts);
   // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time (plain FUTEX_WAIT a relative one),
   // so a wait restarted after EINTR keeps the same deadline.
   return (int)syscall(SYS_futex, word, FUTEX_WAIT_BITSET_PRIVATE, expected, tsp, NULL,

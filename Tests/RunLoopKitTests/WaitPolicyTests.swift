@@ -77,19 +77,7 @@ extension RunLoopKitTests {
       let thread = try ResidentThread(name: "adaptive", waitPolicy: .adaptive)
       #expect(thread.loop.waitPolicy == .adaptive)
       #expect(Loop.WaitPolicy.adaptive.description == "adaptive")
-      let recorder = Recorder()
-      try thread.loop.add(
-        LoopTimer(after: .milliseconds(20)) { _ in recorder.log("timer") }, to: .default)
-      try withPipe { pipe in
-        let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
-          drain(pipe.read)
-          recorder.log("fd")
-        }
-        try thread.loop.add(source, to: .default)
-        writeByte(pipe.write)
-        #expect(waitUntil { recorder.all.contains("fd") })
-        source.invalidate()
-      }
+      let recorder = try servesTimerAndDescriptor(on: thread)
       let ran = Box(0)
       for _ in 0..<1_000 { try thread.perform { ran.value += 1 } }
       #expect(waitUntil { ran.value == 1_000 && recorder.all.contains("timer") })
@@ -101,19 +89,7 @@ extension RunLoopKitTests {
     @Test("Busy-waiting never sleeps, yet still serves blocks, timers and descriptors")
     func busyWait() throws {
       let thread = try ResidentThread(name: "busy", waitPolicy: .busyWait)
-      let recorder = Recorder()
-      try thread.loop.add(
-        LoopTimer(after: .milliseconds(20)) { _ in recorder.log("timer") }, to: .default)
-      try withPipe { pipe in
-        let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
-          drain(pipe.read)
-          recorder.log("fd")
-        }
-        try thread.loop.add(source, to: .default)
-        writeByte(pipe.write)
-        #expect(waitUntil { recorder.all.contains("fd") })
-        source.invalidate()
-      }
+      let recorder = try servesTimerAndDescriptor(on: thread)
       try thread.perform { recorder.log("block") }
       #expect(waitUntil { recorder.all.contains("timer") && recorder.all.contains("block") })
       #expect(!thread.loop.isWaiting)
@@ -122,6 +98,25 @@ extension RunLoopKitTests {
       try thread.join()
     }
   }
+}
+
+/// Adds a 20 ms timer (logged as "timer") and checks a pipe's source is served (logged "fd");
+/// the caller waits for the timer.
+private func servesTimerAndDescriptor(on thread: ResidentThread) throws -> Recorder {
+  let recorder = Recorder()
+  try thread.loop.add(
+    LoopTimer(after: .milliseconds(20)) { _ in recorder.log("timer") }, to: .default)
+  try withPipe { pipe in
+    let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
+      drain(pipe.read)
+      recorder.log("fd")
+    }
+    try thread.loop.add(source, to: .default)
+    writeByte(pipe.write)
+    #expect(waitUntil { recorder.all.contains("fd") })
+    source.invalidate()
+  }
+  return recorder
 }
 
 extension RunLoopKitTests {
