@@ -107,18 +107,17 @@ extension Loop {
   private func spinIfAsked(
     _ policy: WaitPolicy, on epoll: Epoll, until deadline: LoopClock.Instant?
   ) -> SpinOutcome {
+    // Checked before the adaptive policy is asked, so a pending wake-up uses up no skip.
+    guard policy != .sleep, !wakePending.load(ordering: .acquiring) else { return SpinOutcome() }
     let window: Duration?
     switch policy {
     case .sleep: return SpinOutcome()
     case .spinThenSleep(let length): window = length
     case .busyWait: window = nil
     case .adaptive:
-      guard !wakePending.load(ordering: .acquiring), let length = adaptiveSpin.window() else {
-        return SpinOutcome()
-      }
+      guard let length = adaptiveSpin.window() else { return SpinOutcome() }
       window = length
     }
-    guard !wakePending.load(ordering: .acquiring) else { return SpinOutcome() }
     let learning = policy == .adaptive
     let traced = tracing.load(ordering: .relaxed)
     // Otherwise the clock is read only for a tracer: work found by spinning goes out at once.
@@ -186,7 +185,8 @@ extension Loop {
 
   /// A change made from another thread that a loop asleep on its futex in `mode` must see
   /// now (a descriptor to watch, or a timer due before the futex deadline): wakes it so the
-  /// next wait is planned again. Rare, so it wakes under the lock.
+  /// next wait is planned again. With `date`, only a sleep that would last past `date` is
+  /// woken; without, any. Rare, so it wakes under the lock.
   func wakeFutexSleeperLocked(in mode: ModeState, forDeadline date: LoopClock.Instant? = nil) {
     guard sleepingOnFutex, futexSleepMode == ObjectIdentifier(mode) else { return }
     if let date, let until = futexSleepUntil, until <= date { return }

@@ -369,27 +369,24 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     try enqueue(QueuedBlock(modes: .common, block: block))
   }
 
-  /// `perform` for the library's own callers, whose blocks need no `sending` proof (the
-  /// resident thread passes on a block it received as `sending` already).
-  func enqueue(in mode: Mode, _ block: @escaping () -> Void) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: QueuedBlock.Modes(mode), block: block))
-  }
-
   /// `ResidentThread.perform`: the thread's state check and the enqueue under one lock hold,
   /// so a post lands either before the stop block (and runs) or throws `stopped`, never
   /// neither.
   func enqueueFromResident(
     stopped: @autoclosure () -> LoopError, _ block: @escaping () -> Void
   ) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .common, block: block), fromResident: true, stopped)
+    try enqueue(QueuedBlock(modes: .common, block: block)) {
+      residentStopped || tornDown || refusingPosts ? stopped() : nil
+    }
   }
 
+  /// Queues `queued` and wakes the loop, unless `refusal` (asked under the lock) or the loop's
+  /// teardown says no.
   private func enqueue(
-    _ queued: QueuedBlock, fromResident: Bool = false,
-    _ stopped: () -> LoopError = { .stopped(thread: "") }
+    _ queued: QueuedBlock, refusal: () -> LoopError? = { nil }
   ) throws(LoopError) {
     let signal = try lock.withLock { () throws(LoopError) -> WakeSignal in
-      if fromResident && (residentStopped || tornDown || refusingPosts) { throw stopped() }
+      if let error = refusal() { throw error }
       guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: threadDescription) }
       blocks.append(queued)
       return requestWakeLocked()
@@ -449,11 +446,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
         preconditionFailure("waking the loop of \(threadDescription) failed: \(error)")
       }
     }
-  }
-
-  /// Queues a block that runs in whichever mode the loop runs next, nested runs included.
-  func performInAnyMode(_ block: @escaping () -> Void) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .any, block: block))
   }
 
   /// A resident thread's stop: queues its stop block (in any mode) and, under the same lock

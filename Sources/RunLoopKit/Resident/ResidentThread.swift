@@ -84,6 +84,11 @@ public final class ResidentThread: Sendable {
   /// Runs `block` on the thread, after every block this caller posted before it.
   /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
   public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
+    try post(block)
+  }
+
+  /// Queues a block in the loop's common modes, or throws `.stopped` once `stop()` was called.
+  private func post(_ block: @escaping () -> Void) throws(LoopError) {
     try residentLoop.enqueueFromResident(stopped: .stopped(thread: name), block)
   }
 
@@ -117,7 +122,7 @@ public final class ResidentThread: Sendable {
     return try withoutActuallyEscaping(body) { escapable in
       let handoff = Handoff(escapable)
       do throws(LoopError) {
-        try residentLoop.enqueueFromResident(stopped: .stopped(thread: name)) { handoff.run() }
+        try post { handoff.run() }
       } catch {
         handoff.discard()
         throw error
@@ -139,7 +144,7 @@ public final class ResidentThread: Sendable {
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         do throws(LoopError) {
-          try residentLoop.enqueueFromResident(stopped: .stopped(thread: name)) {
+          try post {
             // Checked on the thread, right before the body: a cancel that lands while the
             // block waits in the queue prevents the body.
             guard !cancelled.isSet else {

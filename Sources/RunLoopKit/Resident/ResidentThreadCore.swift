@@ -136,7 +136,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   var isRunning: Bool { lock.withLock { state == .running } }
 
   /// Schedules a delayed block, or throws if the thread no longer accepts work; checked and
-  /// scheduled under one lock hold, as `perform` is.
+  /// scheduled under one hold of the core's lock, which `stop()` takes too.
   func schedule(
     _ block: @escaping () -> Void, at deadline: LoopClock.Instant
   ) throws(LoopError) -> ScheduledBlock {

@@ -14,8 +14,9 @@ extension Loop {
       mode.timerNeedsArming = true
     } else {
       mode.rearmTimer()
-      // A loop asleep on its futex sleeps until the deadline it read when it fell asleep.
-      wakeFutexSleeperLocked(in: mode, forDeadline: mode.armedDeadline ?? .distantFuture)
+      // A loop asleep on its futex sleeps until the deadline it read when it fell asleep; a
+      // disarmed timer (no timer left) never needs it to wake earlier.
+      if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }
     }
   }
 
