@@ -35,6 +35,13 @@ struct Distribution: Codable {
   }
 }
 
+/// The middle value (for an even count, the upper of the two middle ones); every study's
+/// "median of rounds".
+func medianOf<T: Comparable>(_ values: [T]) -> T {
+  let sorted = values.sorted()
+  return sorted[sorted.count / 2]
+}
+
 /// Formats nanoseconds for a table: 850 ns, 12.3 µs, 4.56 ms.
 func formatNanoseconds(_ value: Int64) -> String { formatNanoseconds(Double(value)) }
 

@@ -94,7 +94,7 @@ enum ThroughputStudy {
         results.append(
           ThroughputResult(
             name: peers[index].name, posters: posters, tasks: tasks,
-            tasksPerSecond: rates[rates.count / 2], lowest: rates.first!, highest: rates.last!,
+            tasksPerSecond: medianOf(rates), lowest: rates.first!, highest: rates.last!,
             wakeUpsPerTask: writes[index].map {
               Double($0) / Double(tasks * options.throughputRounds)
             }))

@@ -78,15 +78,15 @@ enum TimerStudy {
       }
       let fireAll = Double(crb_now_ns() - start) / 1e9
 
-      let add = median(rounds.map(\.addNanosecondsPerTimer))
-      let cancel = median(rounds.map(\.cancelNanosecondsPerTimer))
+      let add = medianOf(rounds.map(\.addNanosecondsPerTimer))
+      let cancel = medianOf(rounds.map(\.cancelNanosecondsPerTimer))
       return TimerScaleResult(
         timers: count, addSeconds: add * Double(count) / 1e9,
         cancelSeconds: cancel * Double(count) / 1e9, fireAllSeconds: fireAll,
         fired: fired.load(ordering: .relaxed), rounds: rounds,
         addNanosecondsPerTimer: add, cancelNanosecondsPerTimer: cancel,
-        cAddNanosecondsPerTimer: median(rounds.map(\.cAddNanosecondsPerTimer)),
-        cCancelNanosecondsPerTimer: median(rounds.map(\.cCancelNanosecondsPerTimer)))
+        cAddNanosecondsPerTimer: medianOf(rounds.map(\.cAddNanosecondsPerTimer)),
+        cCancelNanosecondsPerTimer: medianOf(rounds.map(\.cCancelNanosecondsPerTimer)))
     }
     thread.stop()
     try thread.join()
@@ -126,12 +126,6 @@ enum TimerStudy {
     let error = crb_timer_heap_cost(Int32(count), seed, &add, &cancel)
     guard error == 0 else { throw CTimerHeapError(code: error) }
     return (Double(add) / Double(count), Double(cancel) / Double(count))
-  }
-
-  private static func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    let middle = sorted.count / 2
-    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
   }
 
   /// Lateness of a 1 ms repeating timer: how long after each grid point its handler starts.

@@ -23,10 +23,9 @@ struct Spread: Codable {
   let high: Int64
 
   init(_ values: [Int64]) {
-    let sorted = values.sorted()
-    median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-    low = sorted.first ?? 0
-    high = sorted.last ?? 0
+    median = values.isEmpty ? 0 : medianOf(values)
+    low = values.min() ?? 0
+    high = values.max() ?? 0
   }
 }
 
@@ -88,7 +87,7 @@ enum WakeLatencyStudy {
     let floorRounds = floor.map { Distribution($0.values) }
     func ratio(_ value: (Distribution) -> Int64) -> Double {
       let ratios = zip(perRound, floorRounds).map { Double(value($0)) / Double(value($1)) }
-      return ratios.sorted()[ratios.count / 2]
+      return medianOf(ratios)
     }
     let total = Double(rounds.reduce(0) { $0 + $1.values.count })
     return WakeFigures(
