@@ -106,6 +106,13 @@ private func servesTimerAndDescriptor(on thread: ResidentThread) throws -> Recor
   let recorder = Recorder()
   try thread.loop.add(
     LoopTimer(after: .milliseconds(20)) { _ in recorder.log("timer") }, to: .default)
+  try servesDescriptor(on: thread, logging: recorder)
+  return recorder
+}
+
+/// Adds a source on a fresh pipe from the calling thread, writes a byte, and waits until the
+/// thread's loop has logged "fd" for it.
+private func servesDescriptor(on thread: ResidentThread, logging recorder: Recorder) throws {
   try withPipe { pipe in
     let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
       drain(pipe.read)
@@ -116,7 +123,6 @@ private func servesTimerAndDescriptor(on thread: ResidentThread) throws -> Recor
     #expect(waitUntil { recorder.all.contains("fd") })
     source.invalidate()
   }
-  return recorder
 }
 
 extension RunLoopKitTests {
@@ -128,16 +134,8 @@ extension RunLoopKitTests {
       let thread = try ResidentThread(name: "futex-fd")
       #expect(waitUntil { thread.loop.isWaiting })
       let recorder = Recorder()
-      try withPipe { pipe in
-        let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
-          drain(pipe.read)
-          recorder.log("fd")
-        }
-        try thread.loop.add(source, to: .default)
-        writeByte(pipe.write)
-        #expect(waitUntil { recorder.all == ["fd"] })
-        source.invalidate()
-      }
+      try servesDescriptor(on: thread, logging: recorder)
+      #expect(recorder.all == ["fd"])
       thread.stop()
       try thread.join()
     }
