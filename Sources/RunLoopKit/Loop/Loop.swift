@@ -89,7 +89,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
   /// it waits (the one field `lock` does not guard).
   @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()
-  /// See `Metrics`; the fields kept elsewhere (waits, wake-up writes, rebuilds) are filled in
+  /// See `Metrics`; the fields kept elsewhere (waits, wake-ups sent, rebuilds) are filled in
   /// when a snapshot is taken.
   @exclusivity(unchecked) var counters = Metrics()
   /// When the outermost active run started, and when the current sleep began: `metrics`

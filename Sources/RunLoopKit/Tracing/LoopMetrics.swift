@@ -73,7 +73,7 @@ extension Loop.Metrics: CustomStringConvertible {
   /// ```
   /// running 2.004 s: asleep 1.998 s (99.7 %), busy 0.006 s; 412 passes, 410 waits
   /// woken 405 times: 400 wake-ups, 5 timers, 0 descriptors, 0 ports, 0 main queue, 0 timeouts
-  /// ran 400 blocks, 0 sources, 5 timers; 400 wake-up writes, 0 epoll rebuilds, 0 stale fds
+  /// ran 400 blocks, 0 sources, 5 timers; 400 wake-ups sent, 0 epoll rebuilds, 0 stale fds
   /// ```
   public var description: String {
     let woken =
@@ -92,7 +92,7 @@ extension Loop.Metrics: CustomStringConvertible {
       \(wakes.descriptor) descriptors, \(wakes.port) ports, \(wakes.mainQueue) main queue, \
       \(wakes.timeout) timeouts
       ran \(blocksRun) blocks, \(sourcesHandled) sources, \(timersFired) timers; \
-      \(wakeUpWrites) wake-up writes, \(epollRebuilds) epoll rebuilds, \
+      \(wakeUpWrites) wake-ups sent, \(epollRebuilds) epoll rebuilds, \
       \(staleDescriptors) stale fds
       """
   }
