@@ -25,6 +25,30 @@ extension RunLoopKitTests {
       #expect(recorder.all == ["ran in X"])
     }
 
+    @Test(
+      "A mode named at run time is the predefined mode of that name: equal, same hash, same blocks")
+    func modesNamedAtRunTime() throws {
+      let defaultName = ["de", "fault"].joined()
+      let commonName = ["com", "mon"].joined()
+      #expect(Loop.Mode(defaultName) == .default && Loop.Mode(commonName) == .common)
+      #expect(Set([Loop.Mode(defaultName), .default, Loop.Mode(commonName), .common]).count == 2)
+      #expect(Loop.Mode("defaults") != .default && Loop.Mode("X") != "Y")
+      let recorder = Recorder()
+      try onLoopThread { loop in
+        try loop.addCommonMode("X")
+        try loop.perform(in: Loop.Mode(defaultName)) {
+          recorder.log("default-named in \(loop.currentMode!)")
+        }
+        try loop.perform(in: Loop.Mode(commonName)) {
+          recorder.log("common-named in \(loop.currentMode!)")
+        }
+        try loop.add(ManualSource {}, to: "X")
+        loop.run(in: "X", for: .zero)
+        loop.run(for: .zero)
+      }
+      #expect(recorder.all == ["common-named in X", "default-named in default"])
+    }
+
     @Test("46. A block for .common runs in default and in any mode of the common set")
     func test_46_commonBlocks() throws {
       let recorder = Recorder()

@@ -72,6 +72,31 @@ extension RunLoopKitTests {
       withExtendedLifetime((added, loose)) {}
     }
 
+    @Test(
+      "Loop.perform: a block releases what it captured as soon as it has run, before the next block"
+    )
+    func performedBlockReleasedBeforeTheNext() throws {
+      let recorder = Recorder()
+      try onLoopThread { loop in
+        for index in 0..<3 {
+          let (block, released) = capturingCanary { canary in
+            { @Sendable in
+              _ = canary
+              recorder.log("ran \(index)")
+            }
+          }
+          try loop.perform(in: .default) { block() }
+          try loop.perform(in: .default) { recorder.log("released \(index): \(released())") }
+        }
+        loop.run(for: .zero)
+      }
+      #expect(
+        recorder.all
+          == (0..<3).flatMap { index in
+            ["ran \(index)", "released \(index): true"]
+          })
+    }
+
     @Test("LoopTimer: a one-shot timer releases its handler once it has fired")
     func oneShotTimerAfterFiring() throws {
       let fired = Box(0)

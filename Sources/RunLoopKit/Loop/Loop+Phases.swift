@@ -39,16 +39,20 @@ extension Loop {
     // posted meanwhile, keeping the queue's order. The queue is swapped with the buffer the
     // last drain emptied, so posters append into memory already allocated instead of growing
     // a fresh array (1, 2, 4 … elements) after every drain.
-    var spare = drainBuffer
+    // Locked by hand so `taken` stays the only reference to its buffer: a copy returned from a
+    // `withLock` closure would share it with the local it came from, and the first write to
+    // the buffer would then copy every block.
+    var taken = drainBuffer
     drainBuffer = []
-    var (taken, commonModes) = lock.withLock { () -> ([QueuedBlock], [Mode]) in
-      swap(&blocks, &spare)
-      counters.blocksRun += UInt64(spare.count)  // the rare blocks put back are taken off again
-      return (spare, commonModeNames)
-    }
-    if !taken.allSatisfy({ $0.applies(to: mode.mode, commonModes: commonModes) }) {
-      let kept = taken.filter { !$0.applies(to: mode.mode, commonModes: commonModes) }
-      taken.removeAll { !$0.applies(to: mode.mode, commonModes: commonModes) }
+    lock.lock()
+    swap(&blocks, &taken)
+    counters.blocksRun += UInt64(taken.count)  // the rare blocks put back are taken off again
+    let commonModes = commonModeNames
+    lock.unlock()
+    let target = QueuedBlock.Target(mode.mode, commonModes: commonModes)
+    if !taken.allSatisfy({ $0.applies(to: target) }) {
+      let kept = taken.filter { !$0.applies(to: target) }
+      taken.removeAll { !$0.applies(to: target) }
       lock.withLock {
         blocks = kept + blocks
         counters.blocksRun -= UInt64(kept.count)
@@ -60,11 +64,25 @@ extension Loop {
     }
     let sink = traceSink(mode.mode)
     let began = sink?.now
-    for queued in taken { queued.block() }
+    runMovingOut(&taken)
     sink?.record(.blocks(count: taken.count), since: began)
     // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.
     taken.removeAll(keepingCapacity: taken.capacity <= Loop.drainBufferLimit)
     drainBuffer = taken
+  }
+
+  /// Runs every block in `queue`, moving each out of its slot first (a block with no context
+  /// takes its place). Each block is then released once, right after it ran — so what it
+  /// captured goes before the next block runs — instead of being retained for the call and
+  /// released twice, after it and when the buffer is emptied.
+  private func runMovingOut(_ queue: inout [QueuedBlock]) {
+    queue.withUnsafeMutableBufferPointer { slots in
+      for index in slots.indices {
+        let queued = slots.moveElement(from: index)
+        slots.initializeElement(at: index, to: QueuedBlock(modes: .any, block: {}))
+        queued.block()
+      }
+    }
   }
 
   // MARK: Manual sources

@@ -133,27 +133,40 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       case any
 
       init(_ mode: Mode) {
-        if mode == .common {
-          self = .common
-        } else if mode == .default {
-          self = .defaultMode
-        } else {
-          self = .one(mode)
+        switch mode.predefined {
+        case .defaultMode: self = .defaultMode
+        case .common: self = .common
+        case .none: self = .one(mode)
         }
       }
     }
     let modes: Modes
     let block: () -> Void
 
-    func applies(to mode: Mode, commonModes: [Mode]) -> Bool {
-      func matches(_ wanted: Mode) -> Bool {
-        wanted == mode || (wanted == .common && commonModes.contains(mode))
+    /// What a drain asks of every block: worked out once per drain, so the two common cases
+    /// compare no mode names per block.
+    struct Target {
+      let mode: Mode
+      let isDefault: Bool
+      let isCommon: Bool
+
+      init(_ mode: Mode, commonModes: [Mode]) {
+        self.mode = mode
+        isDefault = mode.predefined == .defaultMode
+        isCommon = commonModes.contains(mode)
       }
+
+      func matches(_ wanted: Mode) -> Bool {
+        wanted == mode || (isCommon && wanted == .common)
+      }
+    }
+
+    func applies(to target: Target) -> Bool {
       switch modes {
-      case .common: return commonModes.contains(mode)
-      case .defaultMode: return mode == .default
-      case .one(let wanted): return matches(wanted)
-      case .list(let wanted): return wanted.contains(where: matches)
+      case .common: return target.isCommon
+      case .defaultMode: return target.isDefault
+      case .one(let wanted): return target.matches(wanted)
+      case .list(let wanted): return wanted.contains(where: target.matches)
       case .any: return true
       }
     }
@@ -350,7 +363,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// order they were queued. Throws if the loop was torn down (its thread exited), so a block
   /// is never dropped without the caller knowing.
   public func perform(
-    in modes: [Mode], _ block: sending @escaping () -> Void
+    in modes: [Mode], _ block: consuming sending @escaping () -> Void
   ) throws(LoopError) {
     try enqueue(
       QueuedBlock(
@@ -359,13 +372,13 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
   /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop.
   public func perform(
-    in mode: Mode, _ block: sending @escaping () -> Void
+    in mode: Mode, _ block: consuming sending @escaping () -> Void
   ) throws(LoopError) {
     try enqueue(QueuedBlock(modes: QueuedBlock.Modes(mode), block: block))
   }
 
   /// Queues `block` for the common modes and wakes the loop.
-  public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
+  public func perform(_ block: consuming sending @escaping () -> Void) throws(LoopError) {
     try enqueue(QueuedBlock(modes: .common, block: block))
   }
 
@@ -373,7 +386,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// so a post lands either before the stop block (and runs) or throws `stopped`, never
   /// neither.
   func enqueueFromResident(
-    stopped: @autoclosure () -> LoopError, _ block: @escaping () -> Void
+    stopped: @autoclosure () -> LoopError, _ block: consuming @escaping () -> Void
   ) throws(LoopError) {
     try enqueue(QueuedBlock(modes: .common, block: block)) {
       residentStopped || tornDown || refusingPosts ? stopped() : nil
@@ -383,14 +396,22 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Queues `queued` and wakes the loop, unless `refusal` (asked under the lock) or the loop's
   /// teardown says no.
   private func enqueue(
-    _ queued: QueuedBlock, refusal: () -> LoopError? = { nil }
+    _ queued: consuming QueuedBlock, refusal: () -> LoopError? = { nil }
   ) throws(LoopError) {
-    let signal = try lock.withLock { () throws(LoopError) -> WakeSignal in
-      if let error = refusal() { throw error }
-      guard !tornDown && !refusingPosts else { throw .loopTornDown(thread: threadDescription) }
-      blocks.append(queued)
-      return requestWakeLocked()
+    // Locked by hand rather than with `withLock`: `queued` moves into the queue, and a
+    // closure could only copy it (one more retain and release of the block per post).
+    lock.lock()
+    if let error = refusal() {
+      lock.unlock()
+      throw error
     }
+    guard !tornDown && !refusingPosts else {
+      lock.unlock()
+      throw .loopTornDown(thread: threadDescription)
+    }
+    blocks.append(queued)
+    let signal = requestWakeLocked()
+    lock.unlock()
     send(signal)
   }
 
@@ -499,7 +520,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   }
 
   func appliesLocked(_ block: QueuedBlock, to mode: Mode) -> Bool {
-    block.applies(to: mode, commonModes: commonModeNames)
+    block.applies(to: QueuedBlock.Target(mode, commonModes: commonModeNames))
   }
 
   private func takeStopRequest() -> Bool {

@@ -83,12 +83,12 @@ public final class ResidentThread: Sendable {
 
   /// Runs `block` on the thread, after every block this caller posted before it.
   /// - Throws: `.stopped` once `stop()` has been called; the block will not run.
-  public func perform(_ block: sending @escaping () -> Void) throws(LoopError) {
+  public func perform(_ block: consuming sending @escaping () -> Void) throws(LoopError) {
     try post(block)
   }
 
   /// Queues a block in the loop's common modes, or throws `.stopped` once `stop()` was called.
-  private func post(_ block: @escaping () -> Void) throws(LoopError) {
+  private func post(_ block: consuming @escaping () -> Void) throws(LoopError) {
     try residentLoop.enqueueFromResident(stopped: .stopped(thread: name), block)
   }
 
