@@ -131,6 +131,23 @@ extension RunLoopKitTests {
       try onLoopThread { loop in try loop.add(source, to: .default) }
     }
 
+    @Test("A torn-down loop refuses every kind of item, in the modes it used last too")
+    func tornDownLoopRefusesItemsInModesItUsed() throws {
+      let loop = try onLoopThread { loop in
+        // Modes the loop used (the last one it looked up is remembered for the next add).
+        try loop.add(LoopTimer(after: .seconds(3600)) { _ in }, to: "M")
+        try loop.add(ManualSource {}, to: "M")
+        return loop
+      }
+      let tornDown = LoopError.loopTornDown(thread: loop.threadDescription)
+      #expect(throws: tornDown) { try loop.add(LoopTimer(after: .seconds(1)) { _ in }, to: "M") }
+      #expect(throws: tornDown) { try loop.add(ManualSource {}, to: "M") }
+      #expect(throws: tornDown) {
+        try loop.add(LoopObserver(activities: .entry) { _, _ in }, to: "M")
+      }
+      #expect(throws: tornDown) { try loop.perform(in: "M") {} }
+    }
+
     @Test("Errors about a resident thread's loop name the thread")
     func errorsNameTheResidentThread() throws {
       let thread = try ResidentThread(name: "net-io")

@@ -292,10 +292,17 @@ extension Loop {
 
   /// The state of a mode, created (with its epoll set and timerfd) on first use.
   func modeLocked(_ name: Mode) throws(LoopError) -> ModeState {
-    if let mode = modes[name] { return mode }
+    // Adding many items to one mode names the same mode each time: comparing it with the last
+    // one found is cheaper than hashing the name again (measured: ~20 ns of a timer's add).
+    if let last = lastModeFound, last.mode == name { return last }
+    if let mode = modes[name] {
+      lastModeFound = mode
+      return mode
+    }
     try checkUsableLocked(name)
     let mode = try ModeState(mode: name, wakeFD: wakeFD)
     modes[name] = mode
+    lastModeFound = mode
     return mode
   }
 
@@ -341,6 +348,7 @@ extension Loop {
       let retired: [Any] = [Array(modes.values), blocks, firingTimers, executorStorage as Any]
       executorStorage = nil
       modes = [:]
+      lastModeFound = nil
       blocks = []
       firingTimers = []
       return (callouts, items, retired)

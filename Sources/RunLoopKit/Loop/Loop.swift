@@ -38,6 +38,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   // as much as the rest of `perform` together (measured: ~90 ns per post with them).
 
   @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
+  /// The mode `modeLocked` returned last (see there); dropped with `modes` at teardown.
+  @exclusivity(unchecked) var lastModeFound: ModeState?
   @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
   /// Items added to `.common`; every mode later added to the common set receives them.
   let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }

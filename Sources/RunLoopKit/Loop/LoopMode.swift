@@ -20,9 +20,11 @@ extension Loop {
     /// The mode called `name`. A loop creates the mode the first time it is used.
     public init(_ name: String) {
       self.name = name
-      switch name {
-      case "default": predefined = .defaultMode
-      case "common": predefined = .common
+      // The length first, so a mode of any other length is told apart without comparing
+      // strings (a failed comparison calls into the standard library).
+      switch name.utf8.count {
+      case 7 where name == "default": predefined = .defaultMode
+      case 6 where name == "common": predefined = .common
       default: predefined = .none
       }
     }

@@ -38,6 +38,10 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   let sequence: UInt64
   /// Its loop and validity, as an `ItemBinding` holds them. Guarded by `binding.lock`.
   private var bindingState = BindingState()
+  /// Set (for good) before the timer is first added to `.common`; until then cancelling it
+  /// need not look in the loop's common items. Next to `bindingState`, which a cancel reads
+  /// too, so both share a cache line.
+  let mayBeCommon = Atomic<Bool>(false)
   /// Guarded by `binding.lock`; nil once the timer is invalid (a one-shot timer that fired
   /// included), so nothing it captured outlives it: CFRunLoopTimerInvalidate releases the
   /// timer's context the same way.
@@ -51,9 +55,6 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   var scheduledTolerance = Duration.zero
   /// Guarded by the owner loop's lock.
   var isFiring = false
-  /// Set (for good) before the timer is first added to `.common`; until then cancelling it
-  /// need not look in the loop's common items.
-  let mayBeCommon = Atomic<Bool>(false)
 
   /// `nil` for a one-shot timer.
   public let interval: Duration?
