@@ -35,25 +35,17 @@ final class Futex: @unchecked Sendable {  // the word is only touched through C 
     }
   }
 
-  /// How a wait ended.
-  enum WaitResult {
-    /// Woken, or the count had already changed.
-    case woken
-    case timedOut
-  }
-
-  /// Sleeps while the count is `seen`, until woken or `deadline` (nil: no deadline). A signal
-  /// makes it sleep again until the same deadline.
-  func wait(whileValueIs seen: UInt32, until deadline: LoopClock.Instant?) throws(LoopError)
-    -> WaitResult
-  {
+  /// Sleeps while the count is `seen`, until woken or `deadline` (nil: no deadline); returns
+  /// at once if the count has already changed. A signal makes it sleep again until the same
+  /// deadline. The caller tells a wake-up from a timeout by the count, which it reads under
+  /// its lock anyway.
+  func wait(whileValueIs seen: UInt32, until deadline: LoopClock.Instant?) throws(LoopError) {
     let deadlineNanoseconds = deadline.map { max(0, $0.nanoseconds) } ?? -1
     while true {
-      if crl_futex_wait(word, seen, deadlineNanoseconds) == 0 { return .woken }
+      if crl_futex_wait(word, seen, deadlineNanoseconds) == 0 { return }
       switch crl_errno() {
       case EINTR: continue
-      case EAGAIN: return .woken
-      case ETIMEDOUT: return .timedOut
+      case EAGAIN, ETIMEDOUT: return
       case let code:
         throw .system(
           SystemError(

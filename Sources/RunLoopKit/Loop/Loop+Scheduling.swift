@@ -131,8 +131,7 @@ extension Loop {
   private func addItem(_ item: some LoopItem, to name: Mode) throws(LoopError) {
     var callouts: [Callout] = []
     try lock.withLock { () throws(LoopError) in
-      guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
-      guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
+      try checkAddableLocked(to: name)
       let newlyBound = try item.bind(to: self)
       do throws(LoopError) {
         if name == .common {
@@ -155,8 +154,7 @@ extension Loop {
   /// order: binding it and reading its schedule take one hold of its lock, and there are no
   /// callouts to collect. Adding a million timers should cost heap work, not bookkeeping.
   private func addTimerLocked(_ timer: LoopTimer, to name: Mode) throws(LoopError) {
-    guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
-    guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
+    try checkAddableLocked(to: name)
     let (newlyBound, fireDate, tolerance) = try timer.bindReadingSchedule(to: self)
     let mode: ModeState
     do throws(LoopError) {
@@ -306,8 +304,17 @@ extension Loop {
     return mode
   }
 
+  /// What creating a mode requires: `checkAddableLocked`, and a name other than `.common`,
+  /// which stands for the common set and is never a mode of its own.
   private func checkUsableLocked(_ name: Mode) throws(LoopError) {
-    guard !name.name.isEmpty, name != .common else { throw .invalidMode(name: name.name) }
+    guard name != .common else { throw .invalidMode(name: name.name) }
+    try checkAddableLocked(to: name)
+  }
+
+  /// What every add requires before anything is bound: a named mode, and a loop whose thread
+  /// has not exited.
+  private func checkAddableLocked(to name: Mode) throws(LoopError) {
+    guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
     guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
   }
 

@@ -176,7 +176,9 @@ extension Loop {
       sleepStart = sleeping ? .now : nil
       sleepingOnFutex = sleeping && mode.descriptors.isEmpty
       guard sleepingOnFutex else { return Commitment(sleptAt: sleepStart) }
-      let until = [deadline, mode.armedDeadline].compactMap { $0 }.min()
+      // The earlier of the two, without building an array on every sleep.
+      let armed = mode.armedDeadline
+      let until = deadline.map { min($0, armed ?? $0) } ?? armed
       futexSleepMode = ObjectIdentifier(mode)
       futexSleepUntil = until
       return Commitment(sleptAt: sleepStart, futexSeen: futex.value, futexDeadline: until)
@@ -203,7 +205,7 @@ extension Loop {
     if let seen = commitment.futexSeen, let sleptAt = commitment.sleptAt {
       do {
         let until = commitment.futexDeadline.flatMap { $0 == .distantFuture ? nil : $0 }
-        _ = try futex.wait(whileValueIs: seen, until: until)
+        try futex.wait(whileValueIs: seen, until: until)
       } catch {
         preconditionFailure("sleeping on the futex of mode \(mode.mode) failed: \(error)")
       }
