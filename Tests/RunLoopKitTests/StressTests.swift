@@ -168,10 +168,10 @@ extension RunLoopKitTests {
   }
 
   @Suite("Descriptor hygiene") struct DescriptorHygiene {
-    @Test("10 000 loops, each on its own short thread, leave the fd count unchanged")
+    @Test("10 000 loops, each on its own short thread, leave no descriptor open")
     func tenThousandLoops() throws {
       _ = try onLoopThread { loop in try loop.add(ManualSource {}, to: .default) }  // warm up
-      let before = openDescriptorCount()
+      let before = try openDescriptors()
       for _ in 0..<10_000 {
         try onLoopThread { loop in
           try loop.add(ManualSource {}, to: .default)
@@ -179,7 +179,10 @@ extension RunLoopKitTests {
           loop.run(for: .zero)
         }
       }
-      #expect(openDescriptorCount() == before)
+      // Every descriptor open now was open before. (Not "the same count": under
+      // ThreadSanitizer the process outside these loops opened or closed one of its own while
+      // they ran, once in CI, and a count cannot tell that from a leak.)
+      #expect(waitUntil { (try? openDescriptors())?.isSubset(of: before) == true })
     }
 
     @Test("A hung-up fd left registered is reported, then costs no CPU")

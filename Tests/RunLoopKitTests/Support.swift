@@ -132,6 +132,11 @@ func openDescriptorCount() -> Int {
   (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
 }
 
+/// The process's open descriptor numbers (as names in /proc/self/fd).
+func openDescriptors() throws -> Set<String> {
+  Set(try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))
+}
+
 /// Runs `body` with a fresh non-blocking pipe and closes both ends afterwards.
 func withPipe<T>(_ body: ((read: Int32, write: Int32)) throws -> T) rethrows -> T {
   let pipe = makePipe()
