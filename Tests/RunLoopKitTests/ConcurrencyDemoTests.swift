@@ -26,7 +26,13 @@ final class ConcurrencyDemoTests: XCTestCase {
     XCTAssertEqual(sleep.fires(of: "Task.sleep"), 1)
     // 4: in "tracking" the main queue is not watched: only "touch" wakes, nothing is served.
     XCTAssertFalse(held.contains { $0.kind == .mainQueue })
-    XCTAssertTrue(held.sleepCauses.allSatisfy { $0 == [.timer] })
+    // Every sleep was woken by "touch". The run's deadline lands on touch's fourth fire, so
+    // when the run started a little after the timer was made (a loaded machine), one last
+    // short sleep can end at the deadline instead: that one may say so, and nothing else.
+    let heldSleeps = held.sleepCauses
+    XCTAssertTrue(heldSleeps.dropLast().allSatisfy { $0 == [.timer] }, "\(heldSleeps)")
+    XCTAssertTrue(heldSleeps.last == [.timer] || heldSleeps.last == [.deadline], "\(heldSleeps)")
+    XCTAssertGreaterThanOrEqual(heldSleeps.filter { $0 == [.timer] }.count, 3, "\(heldSleeps)")
     XCTAssertEqual(held.last?.kind, .returned(.timedOut))
     // 5: back in default, the held block is served at once.
     XCTAssertEqual(released.filter { $0.kind == .mainQueue }.count, 1)
