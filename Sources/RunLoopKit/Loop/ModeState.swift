@@ -50,7 +50,9 @@ final class ModeState {
   }
 
   /// Timers in this mode, counting those taken out of the heap while their handler runs.
-  var timerCount = 0
+  /// `@exclusivity(unchecked)` here and on `timerNeedsArming`: the loop's lock makes access
+  /// exclusive, and every timer add and cancel writes them.
+  @exclusivity(unchecked) var timerCount = 0
 
   /// Steps taken by the mode's item sets, for tests that check how adding and removing scale.
   var itemSteps: Int { manualSources.steps + observerSet.steps }
@@ -88,7 +90,7 @@ final class ModeState {
 
   /// Set when the heap changed on the loop's own thread: the timerfd is re-armed once, just
   /// before the loop next waits on this mode, instead of after every change.
-  var timerNeedsArming = false
+  @exclusivity(unchecked) var timerNeedsArming = false
 
   /// When the timerfd is armed to go off (nil: disarmed). A loop asleep on its futex uses it
   /// as the sleep's deadline.
