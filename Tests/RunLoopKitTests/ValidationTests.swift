@@ -121,7 +121,8 @@ extension RunLoopKitTests {
         loop.remove(timer, from: .default)  // removed, not invalidated: it stays valid
       }
       #expect(timer.isValid)
-      // The first loop is gone (torn down, and nothing holds it): the timer stays bound.
+      // The first loop's thread is gone (the timer, still valid, holds the torn-down loop
+      // object): the timer stays bound to it.
       #expect(throws: LoopError.boundToAnotherLoop(item: "LoopTimer")) {
         try onLoopThread { loop in try loop.add(timer, to: .default) }
       }
@@ -129,6 +130,30 @@ extension RunLoopKitTests {
       let source = ManualSource {}
       #expect(throws: LoopError.self) { try Loop.current.add(source, to: "") }
       try onLoopThread { loop in try loop.add(source, to: .default) }
+    }
+
+    @Test("A loop is freed when its thread exits, though the items it held live on")
+    func loopFreedAfterItsThreadExits() throws {
+      // Items hold their loop strongly while valid; the loop holds the items in its modes.
+      // Teardown invalidates every item the loop held, which must break each such cycle.
+      let timer = try LoopTimer(after: .seconds(3600)) { _ in }
+      let source = ManualSource {}
+      let observer = LoopObserver(activities: .entry) { _, _ in }
+      let (readEnd, writeEnd) = makePipe()
+      defer {
+        close(readEnd)
+        close(writeEnd)
+      }
+      let descriptor = DescriptorSource(fileDescriptor: readEnd) { _, _ in }
+      weak let loop: Loop? = try onLoopThread { loop in
+        try loop.add(timer, to: .default)
+        try loop.add(source, to: "M")
+        try loop.add(observer, to: .common)
+        try loop.add(descriptor, to: .default)
+        return loop
+      }
+      #expect(loop == nil, "an item the torn-down loop held still keeps it alive")
+      #expect(!timer.isValid && !source.isValid && !observer.isValid && !descriptor.isValid)
     }
 
     @Test("A torn-down loop refuses every kind of item, in the modes it used last too")

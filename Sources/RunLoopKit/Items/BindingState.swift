@@ -5,11 +5,14 @@
 /// CF binds timers and observers to one run loop for life and quietly ignores attempts to add
 /// them to another; RunLoopKit binds every item the same way but throws instead.
 struct BindingState {
-  /// The loop the item is bound to, while that loop exists.
-  weak var loop: Loop?
-  /// Set by the first successful bind: once the loop is gone (its thread exited and nothing
-  /// holds it), the item must not move to another loop and run on a second thread.
-  private var everBound = false
+  /// The loop the item is bound to, until the item is invalidated.
+  ///
+  /// A strong reference, so a valid item keeps its loop's object (not its thread) alive. A
+  /// weak one would give every loop a side table, which makes every retain of the loop take
+  /// the runtime's slow path and made binding a timer cost a fifth of its add (measured with
+  /// a million timers). No cycle outlives the loop's thread: when the thread exits, the loop
+  /// invalidates every item it still holds, and invalidating drops this reference.
+  private(set) var loop: Loop?
   /// False once the item was invalidated.
   private(set) var isValid = true
 
@@ -17,26 +20,24 @@ struct BindingState {
   /// whether this call made the binding (so a failed first add can undo it).
   mutating func bind(to target: Loop, kind: String) throws(LoopError) -> Bool {
     guard isValid else { throw .invalidated(item: kind) }
-    if let current = loop {
-      guard current === target else { throw .boundToAnotherLoop(item: kind) }
+    if loop != nil {
+      guard loop === target else { throw .boundToAnotherLoop(item: kind) }
       return false
     }
-    guard !everBound else { throw .boundToAnotherLoop(item: kind) }
     loop = target
-    everBound = true
     return true
   }
 
   /// Undoes a binding made by an add that then failed, so the item is free again.
   mutating func unbind() {
     loop = nil
-    everBound = false
   }
 
-  /// Marks the item invalid; returns whether it was valid until now, and its loop.
+  /// Marks the item invalid; returns whether it was valid until now, and its loop, which the
+  /// item no longer references (the caller releases it, outside any lock).
   mutating func invalidate() -> (wasValid: Bool, loop: Loop?) {
     let wasValid = isValid
     isValid = false
-    return (wasValid, loop)
+    return (wasValid, loop.take())
   }
 }

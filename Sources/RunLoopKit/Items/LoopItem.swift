@@ -104,7 +104,7 @@ extension LoopObserver: BoundItem {
 extension LoopTimer: LoopItem {
   var memberModes: [ModeState] { slots.map(\.mode) }
 
-  func isMember(of mode: ModeState) -> Bool { slots.contains { $0.mode === mode } }
+  func isMember(of mode: ModeState) -> Bool { slots.hasSlot(in: mode.timers) }
 
   /// Timers have no callouts, so leaving every mode needs no arrays (cancelling a million
   /// timers should cost heap work, not allocations).

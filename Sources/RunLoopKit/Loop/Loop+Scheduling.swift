@@ -289,10 +289,17 @@ extension Loop {
   }
 
   /// The state of a mode, created (with its epoll set and timerfd) on first use.
+  @inline(__always)
   func modeLocked(_ name: Mode) throws(LoopError) -> ModeState {
     // Adding many items to one mode names the same mode each time: comparing it with the last
     // one found is cheaper than hashing the name again (measured: ~20 ns of a timer's add).
+    // Inlined, with the lookup out of line, so the usual case costs no call.
     if let last = lastModeFound, last.mode == name { return last }
+    return try lookUpModeLocked(name)
+  }
+
+  /// `modeLocked` when the mode is not the one found last.
+  private func lookUpModeLocked(_ name: Mode) throws(LoopError) -> ModeState {
     if let mode = modes[name] {
       lastModeFound = mode
       return mode

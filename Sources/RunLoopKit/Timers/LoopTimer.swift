@@ -216,10 +216,12 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     // A timer has no cancel callback that must outlive its detaching, so the handler is taken
     // in the same hold of the lock that invalidates it (nothing can fire it from then on: the
     // loop checks validity under this lock before every callout).
-    let (wasValid, loop, handler) = binding.lock.withLock {
-      let (wasValid, loop) = bindingState.invalidate()
-      return (wasValid, loop, wasValid ? storedHandler.take() : nil)
-    }
+    // Locked by hand: a handler returned through `withLock`'s generic result is re-wrapped
+    // in a thunk on the way out and back, two allocations per cancel.
+    binding.lock.lock()
+    let (wasValid, loop) = bindingState.invalidate()
+    let handler = wasValid ? storedHandler.take() : nil
+    binding.lock.unlock()
     guard wasValid else { return }
     loop?.detachTimerEverywhere(self)
     withExtendedLifetime(handler) {}
@@ -254,10 +256,11 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// of `binding.lock`; nil otherwise (and then no copy of the handler is made, which could
   /// otherwise be its last reference and be released under the caller's lock).
   func dueHandler(at now: LoopClock.Instant) -> (fireDate: LoopClock.Instant, handler: Handler)? {
-    binding.lock.withLock {
-      guard bindingState.isValid, storedFireDate <= now, let storedHandler else { return nil }
-      return (storedFireDate, storedHandler)
-    }
+    // Locked by hand for the reason `invalidate()` gives.
+    binding.lock.lock()
+    defer { binding.lock.unlock() }
+    guard bindingState.isValid, storedFireDate <= now, let storedHandler else { return nil }
+    return (storedFireDate, storedHandler)
   }
 
   /// Fire date and tolerance read together; the caller must hold `binding.lock`.

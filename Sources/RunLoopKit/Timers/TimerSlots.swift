@@ -38,6 +38,13 @@ struct TimerSlots: RandomAccessCollection, MutableCollection {
     if first == nil { first = slot } else { others.append(slot) }
   }
 
+  /// Whether the timer has a slot in `heap` (it is in that heap, or firing out of it), without
+  /// a closure call or a walk when it has at most one slot.
+  func hasSlot(in heap: TimerHeap) -> Bool {
+    guard let first else { return false }
+    return first.heap === heap || others.contains { $0.heap === heap }
+  }
+
   /// The index stored for `heap`, without walking anything when it is the first slot.
   func index(in heap: TimerHeap) -> Int? {
     if let first, first.heap === heap { return first.index }
