@@ -109,8 +109,13 @@ extension LoopTimer: LoopItem {
   /// Timers have no callouts, so leaving every mode needs no arrays (cancelling a million
   /// timers should cost heap work, not allocations).
   func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
-    while let slot = slots.first { _ = detachLocked(from: slot.mode, of: loop) }
+    leaveEveryModeLocked(of: loop)
     return []
+  }
+
+  /// `detachFromAllLocked` for a caller that knows the item is a timer (a cancel).
+  func leaveEveryModeLocked(of loop: Loop) {
+    while let slot = slots.first { _ = slot.withMode { detachLocked(from: $0, of: loop) } }
   }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {

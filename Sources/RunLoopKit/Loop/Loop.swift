@@ -39,7 +39,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
   @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
   /// The mode `modeLocked` returned last (see there); dropped with `modes` at teardown.
-  @exclusivity(unchecked) var lastModeFound: ModeState?
+  /// Unmanaged: `modes` owns it, and reading it then costs the add path no retain and
+  /// release (an atomic each, which waits for the timer's cache misses before it).
+  @exclusivity(unchecked) var lastModeFound: Unmanaged<ModeState>?
   @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
   /// Items added to `.common`; every mode later added to the common set receives them.
   let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }

@@ -10,6 +10,13 @@ struct TimerSlot {
   /// The timer's index in `heap.entries`, or `nil` while it is out of the heap (firing).
   var index: Int?
 
+  /// Calls `body` with the mode, taking no reference to it (no atomic reference counting on
+  /// the cancel path; the slot's own reference is sound, as above).
+  @inline(__always)
+  func withMode<Result>(_ body: (ModeState) -> Result) -> Result {
+    Unmanaged.passUnretained(mode)._withUnsafeGuaranteedRef(body)
+  }
+
   init(mode: ModeState, index: Int?) {
     self.mode = mode
     self.heap = mode.timers
