@@ -156,6 +156,20 @@ extension RunLoopKitTests {
       #expect(!timer.isValid && !source.isValid && !observer.isValid && !descriptor.isValid)
     }
 
+    @Test("A removed item keeps its torn-down loop until it is invalidated, then lets it go")
+    func removedItemKeepsItsLoopUntilInvalidated() throws {
+      let timer = try LoopTimer(after: .seconds(3600)) { _ in }
+      weak let loop: Loop? = try onLoopThread { loop in
+        try loop.add(timer, to: .default)
+        loop.remove(timer, from: .default)  // valid, bound, and in no mode at teardown
+        return loop
+      }
+      #expect(loop != nil, "a valid item lost its loop, so nothing binds it for life")
+      #expect(timer.isValid)
+      timer.invalidate()
+      #expect(loop == nil, "an invalidated item still keeps its loop alive")
+    }
+
     @Test("A torn-down loop refuses every kind of item, in the modes it used last too")
     func tornDownLoopRefusesItemsInModesItUsed() throws {
       let loop = try onLoopThread { loop in

@@ -8,7 +8,7 @@ protocol LoopItem: AnyObject, Sendable {
   func bind(to loop: Loop) throws(LoopError) -> Bool
   /// Undoes a binding made by an add that then failed, so the item is free again.
   func unbind()
-  /// The loop the item is bound to, while that loop exists.
+  /// The loop the item is bound to, until the item is invalidated.
   var owner: Loop? { get }
   var memberModes: [ModeState] { get }
   /// `memberModes.contains(mode)`, without building the array.

@@ -219,7 +219,9 @@ extension Loop {
   private func containsItem(_ item: some LoopItem, in name: Mode) -> Bool {
     lock.withLock {
       if name == .common { return commonItems.contains(item) }
-      guard let mode = modes[name] else { return false }
+      // An item of another loop is in none of this loop's modes, and its list of modes is
+      // guarded by that loop's lock, not this one: reading it here would race with that loop.
+      guard item.owner === self, let mode = modes[name] else { return false }
       return item.isMember(of: mode)
     }
   }
@@ -374,7 +376,12 @@ extension Loop {
         mode.close()
       }
       items += commonItems.removeAll()
-      let retired: [Any] = [Array(modes.values), blocks, firingTimers, executorStorage as Any]
+      // The drain's spare buffer goes too (room for up to `drainBufferLimit` blocks): an item
+      // kept after teardown keeps this loop object alive.
+      let retired: [Any] = [
+        Array(modes.values), blocks, drainBuffer, firingTimers, executorStorage as Any,
+      ]
+      drainBuffer = []
       executorStorage = nil
       modes = [:]
       lastModeFound = nil
