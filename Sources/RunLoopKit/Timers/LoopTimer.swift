@@ -243,9 +243,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
 
   /// `ItemBinding.bind(to:)` (`LoopItem`).
   func bind(to loop: Loop) throws(LoopError) -> Bool {
-    try binding.lock.withLock { () throws(LoopError) in
-      try bindingState.bind(to: loop, kind: "LoopTimer")
-    }
+    try bindReadingSchedule(to: loop).newlyBound
   }
 
   /// `ItemBinding.unbind()` (`LoopItem`).
