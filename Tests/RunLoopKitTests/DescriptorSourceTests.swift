@@ -128,8 +128,14 @@ extension RunLoopKitTests {
     )
     func test_28_badDescriptors() throws {
       try onLoopThread { loop in
-        // Create the mode (and its epoll fd) first, so the closed number is not reused by it.
+        // Create the mode (and its epoll fd) and the loop's spare epoll set (made with its
+        // first descriptor source) first, so the closed number is not reused by either.
         try loop.add(ManualSource {}, to: .default)
+        try withPipe { live in
+          let source = DescriptorSource(fileDescriptor: live.read) { _, _ in }
+          try loop.add(source, to: .default)
+          source.invalidate()
+        }
         let pipe = makePipe()
         close(pipe.read)
         close(pipe.write)

@@ -55,7 +55,9 @@ extension RunLoopKitTests {
         try loop.add(timer, to: "other")
         return (loop, loop.ownedDescriptors)
       }
-      #expect(owned.count == 7)  // wake eventfd + 3 modes × (epoll + timerfd)
+      // wake eventfd + spare epoll set (kept since the descriptor source) + 3 modes × (epoll
+      // + timerfd)
+      #expect(owned.count == 8)
       #expect(recorder.all == ["cancel default"])
       for fd in owned { #expect(!isOpen(fd), "fd \(fd) of the dead loop is still open") }
       #expect(!loop.contains(source, in: .default))

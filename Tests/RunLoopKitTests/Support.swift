@@ -1,6 +1,7 @@
 import CRunLoopShims
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import RunLoopKit
@@ -222,4 +223,42 @@ func withStoppingPipe<T>(
     defer { source.invalidate() }
     return try body(pipe, source)
   }
+}
+
+/// A one-way signal between threads whose wait is bounded, so a test whose interleaving goes
+/// wrong fails instead of hanging the suite.
+final class Gate: Sendable {
+  private let semaphore = DispatchSemaphore(value: 0)
+
+  func open() { semaphore.signal() }
+
+  /// Waits until the gate is opened, at most `seconds`; false if it never was.
+  @discardableResult
+  func wait(seconds: Double = 10) -> Bool {
+    semaphore.wait(timeout: .now() + seconds) == .success
+  }
+}
+
+/// Holds the next thread that reaches `point` for `object` there until the returned gate
+/// `release` is opened; `arrived` opens when it gets there.
+func holdAt(
+  _ point: TestPausePoint, for object: AnyObject
+) -> (arrived: Gate, release: Gate) {
+  let arrived = Gate()
+  let release = Gate()
+  TestPausePoint.arm(point, for: object) {
+    arrived.open()
+    release.wait()
+  }
+  return (arrived, release)
+}
+
+/// A count shared between threads.
+final class Counter: Sendable {
+  private let atomic = Atomic<Int>(0)
+
+  /// Adds one; returns the new count.
+  @discardableResult
+  func increment() -> Int { atomic.add(1, ordering: .relaxed).newValue }
+  var value: Int { atomic.load(ordering: .relaxed) }
 }

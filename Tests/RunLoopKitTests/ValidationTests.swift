@@ -118,12 +118,12 @@ extension RunLoopKitTests {
       let timer = try LoopTimer(after: .seconds(60)) { _ in }
       try onLoopThread { loop in
         try loop.add(timer, to: .default)
-        loop.remove(timer, from: .default)  // removed, not invalidated: it stays valid
+        loop.remove(timer, from: .default)  // removed, not invalidated: still bound
       }
-      #expect(timer.isValid)
-      // The first loop's thread is gone (the timer, still valid, holds the torn-down loop
-      // object): the timer stays bound to it.
-      #expect(throws: LoopError.boundToAnotherLoop(item: "LoopTimer")) {
+      // The first loop's thread is gone, and its teardown invalidated every item bound to it,
+      // in a mode or not (issue 28, defect 3): the timer can join no other loop.
+      #expect(!timer.isValid)
+      #expect(throws: LoopError.invalidated(item: "LoopTimer")) {
         try onLoopThread { loop in try loop.add(timer, to: .default) }
       }
       // A failed first add leaves the item free.
@@ -156,18 +156,18 @@ extension RunLoopKitTests {
       #expect(!timer.isValid && !source.isValid && !observer.isValid && !descriptor.isValid)
     }
 
-    @Test("A removed item keeps its torn-down loop until it is invalidated, then lets it go")
-    func removedItemKeepsItsLoopUntilInvalidated() throws {
+    @Test(
+      "89. A removed item is invalidated by its loop's teardown like the others, and lets the loop go"
+    )
+    func removedItemIsInvalidatedByTeardown() throws {
       let timer = try LoopTimer(after: .seconds(3600)) { _ in }
       weak let loop: Loop? = try onLoopThread { loop in
         try loop.add(timer, to: .default)
         loop.remove(timer, from: .default)  // valid, bound, and in no mode at teardown
         return loop
       }
-      #expect(loop != nil, "a valid item lost its loop, so nothing binds it for life")
-      #expect(timer.isValid)
-      timer.invalidate()
-      #expect(loop == nil, "an invalidated item still keeps its loop alive")
+      #expect(!timer.isValid, "teardown did not reach an item bound to the loop in no mode")
+      #expect(loop == nil, "an item invalidated by teardown still keeps its loop alive")
     }
 
     @Test("A torn-down loop refuses every kind of item, in the modes it used last too")

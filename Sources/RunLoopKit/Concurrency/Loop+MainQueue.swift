@@ -15,6 +15,9 @@ import CRunLoopShims
 ///   (a block queued by a main-queue block runs on the next pass);
 /// - is never served re-entrantly: a nested run inside a main-queue block leaves it alone and
 ///   the outer serve re-arms it when it returns (libdispatch's drain is not re-entrant).
+///
+/// If the source cannot be added (the process is out of descriptors for a common mode's epoll
+/// set), that run goes without the main queue and the next run of the main thread tries again.
 extension Loop {
   /// Adds the main-queue source the first time the main thread runs its loop. No-op on every
   /// other thread and on later runs.
@@ -33,7 +36,10 @@ extension Loop {
     do {
       try add(source, to: .common)
     } catch {
-      preconditionFailure("RunLoopKit could not watch the main dispatch queue (fd \(fd)): \(error)")
+      // Only running out of descriptors (or kernel memory) for a common mode's epoll set can
+      // get here. The run goes on without the main queue; the next run tries again.
+      lock.withLock { mainQueue.installed = false }
+      source.invalidate()
     }
   }
 

@@ -5,11 +5,14 @@ import CRunLoopShims
 /// wrong source or spinning the loop, and the epoll-set rebuild that sheds what `DEL` cannot.
 extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
-  func handleDescriptors(_ ready: [Epoll.Event], in mode: ModeState, onlyOne: Bool) -> Bool {
-    guard !ready.isEmpty else { return false }
-    let (deliveries, generation) = lock.withLock {
-      (collectDeliveriesLocked(ready, in: mode), waitGeneration)
-    }
+  /// `woke` is what the wait returned: its events, the wait count it brought the loop to, and
+  /// whether the mode should shed the registrations it could not remove now, even with no
+  /// event to handle (`WakeResult.shedDue`).
+  func handleDescriptors(_ woke: WakeResult, in mode: ModeState, onlyOne: Bool) -> Bool {
+    let ready = woke.ready
+    guard !ready.isEmpty || woke.shedDue else { return false }
+    let generation = woke.waitCount
+    let deliveries = lock.withLock { collectDeliveriesLocked(ready, from: generation, in: mode) }
     let sink = traceSink(mode.mode)
     var handled = false
     for delivery in deliveries {
@@ -30,9 +33,12 @@ extension Loop {
     return handled
   }
 
-  /// Attributes each event to its source, by order, with stale reports first (they are made
-  /// even when the pass stops after one source).
-  private func collectDeliveriesLocked(_ ready: [Epoll.Event], in mode: ModeState) -> [Delivery] {
+  /// Attributes each event (from the wait that brought the wait count to `generation`) to its
+  /// source, by order, with stale reports first (they are made even when the pass stops after
+  /// one source).
+  private func collectDeliveriesLocked(
+    _ ready: [Epoll.Event], from generation: UInt64, in mode: ModeState
+  ) -> [Delivery] {
     var deliveries: [Delivery] = []
     var stale: [Delivery] = []
     var unattributed = false
@@ -40,10 +46,13 @@ extension Loop {
       guard let source = mode.descriptors[event.token],
         source.registrations.contains(where: { $0.token == event.token && !$0.parked })
       else {
-        // An event we cannot attribute (or one for a parked registration) comes from a
-        // registration the kernel still holds for a file whose fd number we no longer own:
-        // its fd was closed while the file stayed open elsewhere.
-        unattributed = true
+        // No source watches this token now. Either its registration was removed or let go
+        // after this wait read the event (an earlier handler of this pass closed, invalidated
+        // or parked the source: the event is stale, and dropped; if the kernel still holds
+        // the registration, the next wait says so), or it was let go before this wait and
+        // still reported: a registration that outlived its fd number, which only a new set
+        // sheds.
+        if mode.isLiveUntracked(event.token, reportedBy: generation) { unattributed = true }
         continue
       }
       guard isCurrentLocked(source, token: event.token, in: mode) else {
@@ -55,7 +64,7 @@ extension Loop {
     }
     // epoll_ctl(DEL) cannot name a file whose fd number we no longer own, so one rebuild
     // sheds all of them, and finds any other registration gone stale on the way.
-    if unattributed || !stale.isEmpty {
+    if unattributed || !stale.isEmpty || mode.shedDue {
       stale += rebuildEpollSetLocked(mode).map {
         Delivery(source: $0, token: $1, raw: 0, stale: true)
       }
@@ -68,9 +77,10 @@ extension Loop {
   private func takeHandlerLocked(
     _ delivery: Delivery, _ generation: UInt64, in mode: ModeState
   ) -> DescriptorSource.Handler? {
-    // A nested run inside an earlier handler has waited (and maybe served this source) since
-    // these events were read; epoll is level-triggered, so whatever is still ready will be
-    // reported again on the next wait. (A stale fd is reported now or never.)
+    // A nested run inside an earlier handler of this pass (a timer's or a descriptor's) has
+    // waited (and maybe served this source) since these events were read; epoll is
+    // level-triggered, so whatever is still ready will be reported again on the next wait.
+    // (A stale fd is reported now or never.)
     guard delivery.stale || waitGeneration == generation else { return nil }
     // An earlier handler may have removed or invalidated this source.
     let source = delivery.source
@@ -134,6 +144,7 @@ extension Loop {
     if mode.tokenForDescriptor[source.fileDescriptor] == token {
       mode.tokenForDescriptor[source.fileDescriptor] = nil
     }
+    mode.untrackedTokens[token] = waitGeneration
     counters.staleDescriptors += 1
   }
 
@@ -144,15 +155,23 @@ extension Loop {
       !source.registrations[index].parked
     else { return }
     source.registrations[index].parked = true
-    if mode.tokenForDescriptor[source.fileDescriptor] == token {
-      mode.epoll.remove(source.fileDescriptor)
+    // Not removable by its number: that number names another file now, so the registration
+    // is stale for good (`setInterest` refuses it), whatever later rebuilds forget.
+    if !mode.unregister(source.fileDescriptor, token: token, waitCount: waitGeneration) {
+      source.registrations[index].stale = true
     }
   }
 
   /// Replaces the mode's epoll set with a fresh one holding the wake-up eventfd, the timerfd
-  /// and every live registration whose fd number is still ours. The loop may be asleep in the
-  /// old set (it holds a reference to it), so it is woken to move over. Returns the
-  /// registrations it found stale and parked, so the caller can report them.
+  /// and every live registration whose fd number is still ours. Returns the registrations it
+  /// found stale and parked, so the caller can report them. Runs on the loop's thread, between
+  /// waits, so nothing sleeps in the old set, which closes with its last reference.
+  ///
+  /// When no new set can be made, the loop's spare one is used (made with its first
+  /// descriptor source), so a rebuild works even when the process is out of descriptors; the
+  /// spare is made again right after, from the number the old set just gave back. When no
+  /// set can be had at all, the old one stays, the mode degrades to polling it between short
+  /// sleeps (`ModeState.rebuildFailed`), and every pass tries again until one succeeds.
   func rebuildEpollSetLocked(_ mode: ModeState) -> [(DescriptorSource, UInt64)] {
     var live: [(fd: Int32, mask: UInt32, token: UInt64)] = []
     var stale: [(DescriptorSource, UInt64)] = []
@@ -169,12 +188,28 @@ extension Loop {
       }
       live.append((source.fileDescriptor, mask, token))
     }
-    let refused: [UInt64]
-    do {
-      refused = try mode.replaceEpollSet(wakeFD: wakeFD, registrations: live)
-    } catch {
-      preconditionFailure("rebuilding the epoll set of mode \(mode.mode) failed: \(error)")
+    func failed() -> [(DescriptorSource, UInt64)] {
+      mode.rebuildFailed = true
+      epollRebuildFailures += 1
+      return stale
     }
+    // The spare only when no new set can be had: a rebuild out of descriptors relies on it.
+    guard let fresh = (try? Epoll()) ?? spareEpoll.take() else { return failed() }
+    let refused: [UInt64]
+    do throws(LoopError) {
+      refused = try mode.replaceEpollSet(
+        with: fresh, wakeFD: try wakeFDLocked(), registrations: live)
+    } catch {
+      // The kernel refused the loop's own descriptors in the new set (out of memory, or of
+      // epoll watches): the set goes back in reserve, emptied.
+      if spareEpoll == nil {
+        fresh.remove(mode.timerFD.fd)
+        if let wakeFD { fresh.remove(wakeFD.fd) }
+        spareEpoll = fresh
+      }
+      return failed()
+    }
+    if spareEpoll == nil { spareEpoll = try? Epoll() }
     // Descriptors closed without removing their source can no longer be registered: they
     // are dead, so they stay out of the set like a hung-up one.
     for token in refused {
@@ -184,7 +219,6 @@ extension Loop {
       source.registrations[index].parked = true
     }
     epollRebuilds += 1
-    _ = requestWakeLocked()  // on the loop thread: sets the flag, never writes
     return stale
   }
 }

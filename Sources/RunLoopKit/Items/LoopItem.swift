@@ -13,6 +13,8 @@ protocol LoopItem: AnyObject, Sendable {
   var memberModes: [ModeState] { get }
   /// `memberModes.contains(mode)`, without building the array.
   func isMember(of mode: ModeState) -> Bool
+  /// `!memberModes.isEmpty`, without building the array.
+  var isInAnyModeLocked: Bool { get }
   /// Leaves every mode; returns the callouts to run once the lock is released.
   func detachFromAllLocked(of loop: Loop) -> [Loop.Callout]
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout?
@@ -21,10 +23,16 @@ protocol LoopItem: AnyObject, Sendable {
   func describeLocked() -> String
   /// Makes the item invalid for good and releases its closures (the public `invalidate()`).
   func invalidate()
+  /// `invalidate()` when the loop of `thread` is torn down; a port also refuses later sends.
+  func invalidate(becauseLoopOf thread: String)
 }
 
 extension LoopItem {
   func isMember(of mode: ModeState) -> Bool { memberModes.contains { $0 === mode } }
+
+  var isInAnyModeLocked: Bool { !memberModes.isEmpty }
+
+  func invalidate(becauseLoopOf thread: String) { invalidate() }
 
   func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
     memberModes.compactMap { detachLocked(from: $0, of: loop) }
@@ -62,6 +70,9 @@ extension ManualSource: BoundItem {
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
     mode.manualSources.insert(self)
     modes.append(mode)
+    // Signalled before it joined the mode the loop is running: runnable now, so the loop
+    // must not sleep past it (a signal alone never wakes; joining a mode is not a signal).
+    if isSignalled { loop.wakeIfRunningLocked(mode.mode) }
     guard let scheduleCallback else { return nil }
     let name = mode.mode
     return { scheduleCallback(loop, name) }
@@ -105,6 +116,8 @@ extension LoopTimer: LoopItem {
   var memberModes: [ModeState] { slots.map(\.mode) }
 
   func isMember(of mode: ModeState) -> Bool { slots.hasSlot(in: mode.timers) }
+
+  var isInAnyModeLocked: Bool { !slots.isEmpty }
 
   /// Timers have no callouts, so leaving every mode needs no arrays (cancelling a million
   /// timers should cost heap work, not allocations).
@@ -156,13 +169,14 @@ extension DescriptorSource: BoundItem {
   var memberModes: [ModeState] { registrations.map(\.mode) }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
+    // A user's descriptor may one day be closed behind the loop's back, and shedding its
+    // registration then takes a new epoll set: keep one in reserve from now on. (Ports' and
+    // the main queue's descriptors are never closed while registered.) Made first, so the
+    // check below sees its number too.
+    if !isPort && !isMainQueue { try loop.reserveSpareEpollLocked() }
     // The number may be one the loop opened for itself (a user's fd closed and its number
     // handed to a new mode's epoll set): watching it would wake the loop for its own events.
-    if let role = loop.roleOfOwnDescriptorLocked(fileDescriptor) {
-      throw .invalidArgument(
-        name: "descriptor", value: "fd \(fileDescriptor)",
-        reason: "it belongs to the loop itself (\(role)); watch a descriptor you opened")
-    }
+    try loop.checkNotOwnDescriptorLocked(fileDescriptor)
     let token = loop.nextToken
     let mask = binding.lock.withLock { epollMaskUnlocked }
     try mode.epoll.add(fileDescriptor, events: mask, token: token)
@@ -179,13 +193,21 @@ extension DescriptorSource: BoundItem {
     guard let index = registrations.firstIndex(where: { $0.mode === mode }) else { return nil }
     let registration = registrations.remove(at: index)
     mode.descriptors[registration.token] = nil
-    // Only unregister the fd number if it is still ours: after close and reuse it may now
-    // belong to a newer source, and epoll_ctl(DEL) would silently remove that one instead.
+    // Unregisters by fd number only if the number is still ours: after close and reuse it may
+    // now belong to a newer source, and epoll_ctl(DEL) would silently remove that one instead.
+    // (A parked registration is out of the set already.)
+    if !registration.parked {
+      mode.unregister(fileDescriptor, token: registration.token, waitCount: loop.waitGeneration)
+    }
     if mode.tokenForDescriptor[fileDescriptor] == registration.token {
       mode.tokenForDescriptor[fileDescriptor] = nil
-      if !registration.parked { mode.epoll.remove(fileDescriptor) }
     }
     return nil
+  }
+
+  func invalidate(becauseLoopOf thread: String) {
+    onTeardown?(thread)
+    invalidate()
   }
 
   func describeLocked() -> String {

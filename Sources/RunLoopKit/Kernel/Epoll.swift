@@ -38,14 +38,17 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
     try control(CRL_EPOLL_CTL_MOD, "epoll_ctl(MOD)", target, events, token)
   }
 
-  /// Removes a registration. A descriptor that was already closed (EBADF) or is no longer
-  /// registered (ENOENT) is not an error here: the kernel drops a registration on its own
-  /// when the last reference to the file goes away.
-  func remove(_ target: Int32) {
-    let result = crl_epoll_ctl(fd, CRL_EPOLL_CTL_DEL, target, 0, 0)
-    precondition(
-      result == 0 || crl_errno() == EBADF || crl_errno() == ENOENT,
-      "epoll_ctl(DEL) on fd \(target) failed with errno \(crl_errno())")
+  /// Removes the registration of the file `target` names now. Returns false when there was
+  /// none to remove, which is never an error here: epoll_ctl(DEL) names a registration by fd
+  /// number *and* file, so once the number was closed (EBADF) or handed to a file that was not
+  /// added (ENOENT), to one that cannot be polled at all (EPERM: a regular file) or to this
+  /// set itself (EINVAL), no call can reach the registration that was made. Every failure of
+  /// DEL leaves the set as it was. The kernel dropped that registration if its file was
+  /// closed everywhere; otherwise it lives on, and only a new set sheds it (the caller's
+  /// business: see `ModeState.untrackedTokens`).
+  @discardableResult
+  func remove(_ target: Int32) -> Bool {
+    crl_epoll_ctl(fd, CRL_EPOLL_CTL_DEL, target, 0, 0) == 0
   }
 
   /// Whether `target` still names the file that was registered with `token`. epoll keys a

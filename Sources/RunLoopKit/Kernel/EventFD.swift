@@ -37,6 +37,9 @@ final class EventFD: @unchecked Sendable {  // fd is immutable; isClosed has one
     signalsInFlight.add(1, ordering: .acquiring)
   }
 
+  /// Whether a reserved signal has not been written yet.
+  var hasSignalsInFlight: Bool { signalsInFlight.load(ordering: .acquiring) > 0 }
+
   /// The write reserved by `reserveSignal()`.
   func completeSignal() throws(LoopError) {
     defer { signalsInFlight.subtract(1, ordering: .releasing) }

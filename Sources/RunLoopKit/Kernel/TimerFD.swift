@@ -18,9 +18,10 @@ final class TimerFD: @unchecked Sendable {  // mutable state under the loop lock
 
   deinit { close() }
 
-  /// Arms at `deadline` (a deadline in the past fires at once); `nil` disarms.
+  /// Arms at `deadline` (a deadline in the past fires at once); `nil` disarms. Does nothing
+  /// once closed: the number may name someone else's descriptor by then.
   func arm(at deadline: LoopClock.Instant?) throws(LoopError) {
-    guard deadline != armedDeadline else { return }
+    guard deadline != armedDeadline, !isClosed else { return }
     // it_value == 0 would disarm, so the earliest representable deadline is 1 ns.
     let nanoseconds = deadline.map { max($0.nanoseconds, 1) } ?? 0
     try Syscall.retryingEINTR("timerfd_settime(TFD_TIMER_ABSTIME)", on: "fd \(fd)") {

@@ -8,7 +8,8 @@ extension Loop: CustomDebugStringConvertible {
       let running = frames.map(\.mode.name).joined(separator: " > ")
       lines.append(
         "<Loop \(threadDescription)\(tornDown ? " torn down" : "")> "
-          + "waiting: \(sleeping), running: [\(running)], queued blocks: \(blocks.count)")
+          + "waiting: \(sleeping), running: [\(running)], queued blocks: \(blocks.count + deferredBlocks.count)"
+      )
       lines.append(
         "  common modes: \(commonModeNames.map(\.name)), common items: \(commonItems.count)")
       for name in modes.keys.sorted(by: { $0.name < $1.name }) {

@@ -35,10 +35,9 @@ extension Loop {
   /// these run wait for the next drain, so a block that queues a block cannot recurse.
   func performBlocks(in mode: ModeState) {
     // Take the whole queue in O(1) and sort it out with the lock released, so posters are
-    // never held up by a long queue. Blocks for other modes go back in front of anything
-    // posted meanwhile, keeping the queue's order. The queue is swapped with the buffer the
-    // last drain emptied, so posters append into memory already allocated instead of growing
-    // a fresh array (1, 2, 4 … elements) after every drain.
+    // never held up by a long queue. The queue is swapped with the buffer the last drain
+    // emptied, so posters append into memory already allocated instead of growing a fresh
+    // array (1, 2, 4 … elements) after every drain.
     // Locked by hand so `taken` stays the only reference to its buffer: a copy returned from a
     // `withLock` closure would share it with the local it came from, and the first write to
     // the buffer would then copy every block.
@@ -46,15 +45,32 @@ extension Loop {
     drainBuffer = []
     lock.lock()
     swap(&blocks, &taken)
-    counters.blocksRun += UInt64(taken.count)  // the rare blocks put back are taken off again
+    counters.blocksRun += UInt64(taken.count)  // the rare blocks kept are taken off again
     let commonModes = commonModeNames
+    let anyDeferred = !deferredBlocks.isEmpty
     lock.unlock()
     let target = QueuedBlock.Target(mode.mode, commonModes: commonModes)
+    if anyDeferred {
+      // Blocks kept for other modes are older than anything just taken: those that apply
+      // here now run first. Looked at only when the target changed since a drain last found
+      // none (only this thread adds to them, so they are still there).
+      let due = lock.withLock { () -> [QueuedBlock] in
+        guard deferredBlocksSkip != target else { return [] }
+        let due = takeDeferredBlocksLocked(for: target)
+        counters.blocksRun += UInt64(due.count)
+        return due
+      }
+      if !due.isEmpty { taken = due + taken }
+    }
     if !taken.allSatisfy({ $0.applies(to: target) }) {
+      // Blocks for other modes wait in `deferredBlocks`, in order, behind those already
+      // there: later drains of this mode pass over them without copying them back.
       let kept = taken.filter { !$0.applies(to: target) }
       taken.removeAll { !$0.applies(to: target) }
       lock.withLock {
-        blocks = kept + blocks
+        if deferredBlocks.isEmpty { deferredBlocksSkip = target }
+        deferredBlocks += kept
+        blocksSetAside += UInt64(kept.count)
         counters.blocksRun -= UInt64(kept.count)
       }
     }
@@ -69,6 +85,16 @@ extension Loop {
     // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.
     taken.removeAll(keepingCapacity: taken.capacity <= Loop.drainBufferLimit)
     drainBuffer = taken
+  }
+
+  /// Takes the deferred blocks that apply to `target` out of `deferredBlocks`, in order; the
+  /// others stay, and none of them applies to `target` any more.
+  private func takeDeferredBlocksLocked(for target: QueuedBlock.Target) -> [QueuedBlock] {
+    deferredBlocksSkip = target
+    guard deferredBlocks.contains(where: { $0.applies(to: target) }) else { return [] }
+    let due = deferredBlocks.filter { $0.applies(to: target) }
+    deferredBlocks.removeAll { $0.applies(to: target) }
+    return due
   }
 
   /// Runs every block in `queue`, moving each out of its slot first (a block with no context

@@ -93,6 +93,9 @@ extension Loop {
   /// Adds `mode` to the common-mode set; every item added to `.common` joins it now.
   /// If an item cannot join (a descriptor that was closed meanwhile), the others still do and
   /// the first error is thrown.
+  ///
+  /// Blocks queued for `.common` become runnable in `mode`: if the loop is running `mode`, it
+  /// is woken to run them, as a `perform` would wake it (CF does not wake here).
   public func addCommonMode(_ name: Mode) throws(LoopError) {
     var callouts: [Callout] = []
     var firstError: LoopError?
@@ -109,9 +112,20 @@ extension Loop {
           firstError = firstError ?? error
         }
       }
+      if hasBlocksLocked(for: name) { wakeIfRunningLocked(name) }
     }
     for callout in callouts { callout() }
     if let firstError { throw firstError }
+  }
+
+  /// Something just became runnable in `mode` without waking the loop by itself (a queued
+  /// block, a signalled manual source): wakes the loop if its innermost run is in `mode`, so
+  /// a sleep does not outlast work it could do. Timers and descriptors need no help: a
+  /// timer's change re-arms the timerfd and a new descriptor joins the epoll set, either of
+  /// which the kernel reports. Rare, so it wakes under the lock.
+  func wakeIfRunningLocked(_ mode: Mode) {
+    guard frames.last?.mode == mode else { return }
+    sendHoldingLock(requestWakeLocked())
   }
 
   /// The modes `.common` stands for; initially just `.default`.
@@ -201,6 +215,7 @@ extension Loop {
   }
 
   private func removeItem(_ item: some LoopItem, from name: Mode) {
+    var swept: [any LoopItem] = []  // released after the lock, like everything the loop drops
     let callouts = lock.withLock { () -> [Callout] in
       guard item.owner === self else { return [] }
       var targets: [ModeState]
@@ -211,9 +226,15 @@ extension Loop {
         targets = modes[name].map { [$0] } ?? []
       }
       targets = targets.filter { item.isMember(of: $0) }
-      return targets.compactMap { item.detachLocked(from: $0, of: self) }
+      let callouts = targets.compactMap { item.detachLocked(from: $0, of: self) }
+      // Still bound, now in no mode: teardown must find it all the same.
+      if !item.isInAnyModeLocked && !commonItems.contains(item) {
+        swept = unscheduledItems.insert(item)
+      }
+      return callouts
     }
     for callout in callouts { callout() }
+    withExtendedLifetime(swept) {}
   }
 
   private func containsItem(_ item: some LoopItem, in name: Mode) -> Bool {
@@ -230,21 +251,36 @@ extension Loop {
   func detachEverywhere(_ item: some LoopItem) {
     let callouts = lock.withLock { () -> [Callout] in
       if !commonItems.isEmpty { commonItems.remove(item) }
+      if !unscheduledItems.isEmpty { unscheduledItems.remove(item) }
       return item.detachFromAllLocked(of: self)
     }
     for callout in callouts { callout() }
   }
 
-  /// `detachEverywhere` for an invalidated timer: it has no callouts, and one never added to
-  /// `.common` skips the common set's hash lookup, which a cancel otherwise pays whenever the
-  /// loop has any common item (a resident thread's loop always has).
+  /// `detachEverywhere` for an invalidated timer (see `retireTimerLocked`).
   func detachTimerEverywhere(_ timer: LoopTimer) {
-    lock.withLock {
-      if timer.mayBeCommon.load(ordering: .relaxed) && !commonItems.isEmpty {
-        commonItems.remove(timer)
-      }
-      timer.leaveEveryModeLocked(of: self)
+    lock.withLock { retireTimerLocked(timer) }
+  }
+
+  /// Takes an invalid timer out of every mode and set of this loop. The one place that
+  /// detaches an invalidated timer, under the loop's lock, whoever gets there first:
+  ///
+  /// `invalidate()` marks a timer invalid under its own lock and detaches it under this one,
+  /// so between the two the timer is invalid but still in its modes. The loop can meet it so:
+  /// a callout that ends in that window (`finishFiringLocked`) finds the timer out of every
+  /// heap, and a slot out of every heap is one teardown cannot see, so it must retire the
+  /// timer itself rather than leave the slot pointing at a mode that teardown may free. A timer
+  /// still in its heaps is reached by teardown. Whoever comes second finds no slot left.
+  ///
+  /// A timer never added to `.common` skips the common set's hash lookup, which a cancel
+  /// would otherwise pay whenever the loop has any common item (a resident thread's loop
+  /// always has).
+  func retireTimerLocked(_ timer: LoopTimer) {
+    if timer.mayBeCommon.load(ordering: .relaxed) && !commonItems.isEmpty {
+      commonItems.remove(timer)
     }
+    if !unscheduledItems.isEmpty { unscheduledItems.remove(timer) }
+    timer.leaveEveryModeLocked(of: self)
   }
 
   /// Applies a change to a timer's fire date or tolerance and re-keys it in every heap.
@@ -267,7 +303,8 @@ extension Loop {
   ) throws(LoopError) {
     try lock.withLock { () throws(LoopError) in
       // A stale source's number names some other file now (often the loop's own rebuilt epoll
-      // set): un-parking it would watch that file. Stale is final.
+      // set): un-parking it would watch that file. Stale is final. (A parked registration
+      // that could not be removed by its number is stale too: see `parkLocked`.)
       guard !source.registrations.contains(where: \.stale) else {
         throw .invalidArgument(
           name: "descriptor", value: "fd \(source.fileDescriptor)",
@@ -283,6 +320,8 @@ extension Loop {
         let mode = registration.mode
         guard mode.tokenForDescriptor[source.fileDescriptor] == registration.token else { continue }
         if registration.parked {
+          // The number may have been closed and handed to one of the loop's own descriptors.
+          try checkNotOwnDescriptorLocked(source.fileDescriptor)
           try mode.epoll.add(source.fileDescriptor, events: mask, token: registration.token)
           source.registrations[index].parked = false
         } else {
@@ -319,10 +358,24 @@ extension Loop {
       return mode
     }
     try checkUsableLocked(name)
-    let mode = try ModeState(mode: name, wakeFD: wakeFD)
+    let mode = try ModeState(mode: name, wakeFD: try wakeFDLocked())
     modes[name] = mode
     lastModeFound = Unmanaged.passUnretained(mode)
     return mode
+  }
+
+  /// The wake-up eventfd, made now if the loop could not make it when it was created.
+  func wakeFDLocked() throws(LoopError) -> EventFD {
+    if let wakeFD { return wakeFD }
+    let made = try EventFD()
+    wakeFD = made
+    return made
+  }
+
+  /// Keeps an empty epoll set in reserve (see `spareEpoll`); made when the loop's first
+  /// descriptor source is added, which throws if even that one descriptor cannot be had.
+  func reserveSpareEpollLocked() throws(LoopError) {
+    if spareEpoll == nil { spareEpoll = try Epoll() }
   }
 
   /// What creating a mode requires: `checkAddableLocked`, and a name other than `.common`,
@@ -343,8 +396,9 @@ extension Loop {
 
   /// Called on the owning thread as it exits: cancels manual sources, unregisters descriptors,
   /// drops timers and observers, closes every descriptor the loop opened, and invalidates
-  /// every item it held (nothing can run them again), which releases their closures. Blocks
-  /// still queued are discarded; `perform` throws from now on, so no new block is lost silently.
+  /// every item bound to it — in a mode, in `.common`, or in none (removed but kept) — so each
+  /// refuses from now on and releases its closures. Blocks still queued are discarded;
+  /// `perform` throws from now on, so no new block is lost silently.
   func tearDown() {
     let (callouts, items, retired) = lock.withLock { () -> ([Callout], [any LoopItem], [Any]) in
       tornDown = true
@@ -354,7 +408,6 @@ extension Loop {
       // recursive (GLib's /maincontext/source_finalization_from_source).
       var items: [any LoopItem] = []
       var callouts: [Callout] = []
-      let thread = threadDescription
       for mode in modes.values {
         let timers =
           mode.timers.entries.map(\.timer)
@@ -366,38 +419,41 @@ extension Loop {
         for item in modeItems {
           if let callout = item.detachLocked(from: mode, of: self) { callouts.append(callout) }
         }
-        // Ports learn that nobody will read them any more, so later sends throw.
-        callouts += descriptors.compactMap { source in
-          source.onTeardown.map { hook in { hook(thread) } }
-        }
         mode.close()
       }
       items += commonItems.removeAll()
+      items += unscheduledItems.removeAll()
       // The drain's spare buffer goes too (room for up to `drainBufferLimit` blocks): an item
       // kept after teardown keeps this loop object alive.
       let retired: [Any] = [
-        Array(modes.values), blocks, drainBuffer, firingTimers, executorStorage as Any,
+        Array(modes.values), blocks, deferredBlocks, drainBuffer, firingTimers,
+        executorStorage as Any, spareEpoll as Any,
       ]
       drainBuffer = []
       executorStorage = nil
+      spareEpoll = nil
       modes = [:]
       lastModeFound = nil
       blocks = []
+      deferredBlocks = []
       firingTimers = []
       return (callouts, items, retired)
     }
     // No new eventfd write can be reserved now (tornDown is set); close() lets those already
     // reserved finish.
-    wakeFD.close()
+    wakeFD?.close()
     for callout in callouts { callout() }
-    // Nothing can run these items again: invalidating them releases what their closures hold.
-    for item in items { item.invalidate() }
+    // Nothing can run these items again: invalidating them releases what their closures hold,
+    // and ports learn that nobody will read them any more, so later sends throw.
+    let thread = threadDescription
+    for item in items { item.invalidate(becauseLoopOf: thread) }
     withExtendedLifetime(retired) {}
   }
 
   /// What the loop uses `fd` for, if it is one of its own descriptors.
   func roleOfOwnDescriptorLocked(_ fd: Int32) -> String? {
-    if fd == wakeFD.fd { return "its wake-up eventfd" }
+    if let wakeFD, fd == wakeFD.fd { return "its wake-up eventfd" }
+    if let spareEpoll, fd == spareEpoll.fd { return "its spare epoll set" }
     for mode in modes.values {
       if fd == mode.epoll.fd { return "the epoll set of mode \"\(mode.mode)\"" }
       if fd == mode.timerFD.fd { return "the timerfd of mode \"\(mode.mode)\"" }
@@ -405,14 +461,24 @@ extension Loop {
     return nil
   }
 
+  /// Throws if `fd` is one of the loop's own descriptors: a user's fd closed and its number
+  /// handed to a new mode's epoll set, say. Watching it would wake the loop for its own events.
+  func checkNotOwnDescriptorLocked(_ fd: Int32) throws(LoopError) {
+    guard let role = roleOfOwnDescriptorLocked(fd) else { return }
+    throw .invalidArgument(
+      name: "descriptor", value: "fd \(fd)",
+      reason: "it belongs to the loop itself (\(role)); watch a descriptor you opened")
+  }
+
   /// Steps taken by the loop's common-item set, for tests that check how adding scales.
   var itemSteps: Int { commonItems.steps }
 
-  /// The loop's own descriptors (wake-up eventfd, and each mode's epoll fd and timerfd), for
-  /// tests that check teardown closes them.
+  /// The loop's own descriptors (wake-up eventfd, spare epoll set, and each mode's epoll fd
+  /// and timerfd), for tests that check teardown closes them.
   var ownedDescriptors: [Int32] {
     lock.withLock {
-      [wakeFD.fd] + modes.values.flatMap { [$0.epoll.fd, $0.timerFD.fd] }
+      [wakeFD?.fd, spareEpoll?.fd].compactMap { $0 }
+        + modes.values.flatMap { [$0.epoll.fd, $0.timerFD.fd] }
     }
   }
 }

@@ -14,6 +14,11 @@ extension Loop {
   struct WakeResult {
     var timerExpired = false
     var ready: [Epoll.Event] = []
+    /// The mode should shed the registrations it could not remove now (`ModeState.shedDue`).
+    var shedDue = false
+    /// The loop's wait count once this wait returned: a handler that runs a nested run makes
+    /// it move on, and what this wait read may no longer be so.
+    var waitCount: UInt64 = 0
     /// When the wake-up that ended a sleep was asked for (`.adaptive` only).
     var wakeAskedAt: LoopClock.Instant?
   }
@@ -45,7 +50,13 @@ extension Loop {
     /// (the run's or the mode's next timer, whichever is first; nil for none).
     var futexSeen: UInt32?
     var futexDeadline: LoopClock.Instant?
+    /// After the futex sleep, look at the mode's epoll set without waiting (a mode whose set
+    /// could not be rebuilt: see `ModeState.rebuildFailed`).
+    var pollAfterSleep = false
   }
+
+  /// How long a mode whose epoll set could not be rebuilt sleeps between looks at it.
+  static let degradedPollInterval = Duration.milliseconds(10)
 
   /// Sleeps in the mode's epoll set until a descriptor, the mode's timer or the wake-up port
   /// fires, or the deadline passes. With `poll` it only looks, without sleeping.
@@ -91,15 +102,20 @@ extension Loop {
       // The wake-up eventfd is drained here, before the next wait, rather than right after
       // the wake: that keeps a read syscall off the path from wake-up to the posted work.
       // A write decided under the lock may land only after this drain (it is made after the
-      // poster releases the lock); the wait then returns at once with the eventfd readable,
-      // which `wakeFDReadable` catches so the following wait drains it.
+      // poster releases the lock). An epoll wait then returns at once with the eventfd
+      // readable, which `wakeFDReadable` catches so the following wait drains it; but a futex
+      // sleep reads no eventfd, and the write would be found by some later epoll wait, a
+      // wake-up nobody asked for. So the eventfd counts as written until a drain finds no
+      // write on its way (checked first: a write that lands after the check is drained).
       if wakeFDWritten || wakeFDReadable {
-        wakeFDWritten = false
+        wakeFDWritten = wakeFD?.hasSignalsInFlight == true
         wakeFDReadable = false
-        _ = try? wakeFD.drain()
+        _ = try? wakeFD?.drain()
       }
       wakeWritten = false
-      return (mode.epoll, self.policy)
+      // A mode whose set could not be rebuilt must not spin on it either: an unowned
+      // registration in it reports at once, so a spin would find it on every turn.
+      return (mode.epoll, mode.rebuildFailed ? .sleep : self.policy)
     }
   }
 
@@ -174,14 +190,22 @@ extension Loop {
       }
       sleeping = !poll && !spun
       sleepStart = sleeping ? .now : nil
-      sleepingOnFutex = sleeping && mode.descriptors.isEmpty
+      sleepingOnFutex = sleeping && (mode.descriptors.isEmpty || mode.rebuildFailed)
       guard sleepingOnFutex else { return Commitment(sleptAt: sleepStart) }
       // The earlier of the two, without building an array on every sleep.
       let armed = mode.armedDeadline
-      let until = deadline.map { min($0, armed ?? $0) } ?? armed
+      var until = deadline.map { min($0, armed ?? $0) } ?? armed
+      if mode.rebuildFailed, let start = sleepStart {
+        // A registration the loop could not shed may report at any moment: sleeping in the
+        // set would return at once, again and again. Short sleeps between looks instead.
+        let look = start.advanced(by: Loop.degradedPollInterval)
+        until = min(until ?? look, look)
+      }
       futexSleepMode = ObjectIdentifier(mode)
       futexSleepUntil = until
-      return Commitment(sleptAt: sleepStart, futexSeen: futex.value, futexDeadline: until)
+      return Commitment(
+        sleptAt: sleepStart, futexSeen: futex.value, futexDeadline: until,
+        pollAfterSleep: mode.rebuildFailed)
     }
   }
 
@@ -192,7 +216,7 @@ extension Loop {
   func wakeFutexSleeperLocked(in mode: ModeState, forDeadline date: LoopClock.Instant? = nil) {
     guard sleepingOnFutex, futexSleepMode == ObjectIdentifier(mode) else { return }
     if let date, let until = futexSleepUntil, until <= date { return }
-    send(requestWakeLocked())
+    sendHoldingLock(requestWakeLocked())
   }
 
   /// Waits in the kernel: blocks until an event or the deadline, or only looks (when the
@@ -209,7 +233,10 @@ extension Loop {
       } catch {
         preconditionFailure("sleeping on the futex of mode \(mode.mode) failed: \(error)")
       }
-      return KernelWait(slept: (sleptAt, .now), futexSeen: seen)
+      let slept = (sleptAt, LoopClock.Instant.now)
+      // A look that fails leaves the events to the next one.
+      let found = commitment.pollAfterSleep ? (try? epoll.wait(timeoutNanoseconds: 0)) ?? 0 : 0
+      return KernelWait(count: found, slept: slept, futexSeen: seen)
     }
     let blocking = commitment.sleptAt != nil
     var count: Int?
@@ -244,6 +271,7 @@ extension Loop {
       result.wakeAskedAt = wakeAskedAt
       wakeAskedAt = nil
       waitGeneration &+= 1
+      result.waitCount = waitGeneration
       var causes = WakeCauses()
       if let seen = wait.futexSeen, let slept = wait.slept {
         if futex.value != seen {
@@ -264,6 +292,7 @@ extension Loop {
         if let cause { wokenBy.append(cause) }
       }
       if let slept = wait.slept { countWakeLocked(causes, slept: slept) }
+      result.shedDue = mode.shedDue
     }
     return (result, wokenBy)
   }

@@ -26,8 +26,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The owner's name when the loop was created (a resident thread names itself first).
   let threadName: String?
   let lock = Lock()
-  /// The loop's wake-up port, registered in every mode's epoll set.
-  let wakeFD: EventFD
+  /// The loop's wake-up port, registered in every mode's epoll set. Made with the loop or,
+  /// when the process was out of descriptors then, with its first mode: `Loop.current` must
+  /// answer whatever the descriptor table holds, and a mode cannot exist without it. Set
+  /// once and never changed, so a poster that saw it under the lock may use it after.
+  @exclusivity(unchecked) var wakeFD: EventFD?
   /// The wake-up word a loop sleeps on instead when its mode has no descriptor to watch.
   let futex = Futex()
 
@@ -45,6 +48,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
   /// Items added to `.common`; every mode later added to the common set receives them.
   let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }
+  /// Blocks posted since the last drain, in the order posted.
   @exclusivity(unchecked) var blocks: [QueuedBlock] = []
   /// The buffer the last drain emptied, swapped in as the next `blocks` (see `performBlocks`).
   /// Only the loop's own thread touches it.
@@ -123,6 +127,28 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The executor once handed out; dropped at teardown (it holds the loop strongly).
   var executorStorage: LoopExecutor?
 
+  // MARK: Rarely used state guarded by `lock`, kept after the hot fields above so adding it
+  // moved none of them to another cache line.
+
+  /// Blocks a drain found for modes other than the one it ran, older than every block in
+  /// `blocks` and in the order posted. Kept apart so a pass does not copy them back into the
+  /// queue every time (see `performBlocks`).
+  @exclusivity(unchecked) var deferredBlocks: [QueuedBlock] = []
+  /// A target none of `deferredBlocks` applies to, as the last drain found: a drain for the
+  /// same target (the same mode, not made common since) need not look at them again.
+  @exclusivity(unchecked) var deferredBlocksSkip: QueuedBlock.Target?
+  /// How many times a drain set a block aside for another mode: once per such block, however
+  /// many passes it waits (for tests).
+  @exclusivity(unchecked) var blocksSetAside: UInt64 = 0
+  /// Items bound to this loop that are in no mode (held weakly; see the type).
+  let unscheduledItems = UnscheduledItems()
+  /// An empty epoll set kept in reserve from the first descriptor source on, so that shedding
+  /// a registration the loop could not remove (a rebuild) needs no new descriptor: see
+  /// `rebuildEpollSetLocked`.
+  @exclusivity(unchecked) var spareEpoll: Epoll?
+  /// How many rebuilds found no descriptor for the new set (see `rebuildEpollSetLocked`).
+  @exclusivity(unchecked) var epollRebuildFailures = 0
+
   struct RunFrame {
     let mode: Mode
     var stopRequested = false
@@ -153,7 +179,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
     /// What a drain asks of every block: worked out once per drain, so the two common cases
     /// compare no mode names per block.
-    struct Target {
+    struct Target: Equatable {
       let mode: Mode
       let isDefault: Bool
       let isCommon: Bool
@@ -184,11 +210,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     self.thread = thread
     self.threadID = threadID
     self.threadName = ThreadName.of(thread)
-    do {
-      wakeFD = try EventFD()
-    } catch {
-      fatalError("RunLoopKit could not create the wake-up eventfd of a loop: \(error)")
-    }
+    // Out of descriptors, the loop exists without it; its first mode makes it or throws.
+    wakeFD = try? EventFD()
   }
 
   // MARK: - Getting a loop
@@ -315,7 +338,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
       if woke.timerExpired { fireTimers(in: mode) }
       if !(sourceHandled && returnAfterSourceHandled) {
-        let handled = handleDescriptors(woke.ready, in: mode, onlyOne: returnAfterSourceHandled)
+        let handled = handleDescriptors(woke, in: mode, onlyOne: returnAfterSourceHandled)
         sourceHandled = sourceHandled || handled
       }
       performBlocks(in: mode)
@@ -370,19 +393,37 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// (`.common` means every mode in the common set), and wakes the loop. Blocks run in the
   /// order they were queued. Throws if the loop was torn down (its thread exited), so a block
   /// is never dropped without the caller knowing.
+  ///
+  /// - Throws: `LoopError.loopTornDown` once the loop's thread has exited,
+  ///   `.invalidArgument` for an empty list of modes and `.invalidMode` for an empty mode
+  ///   name (a block for no mode could never run), as `perform(after:in:_:)` does.
   public func perform(
     in modes: [Mode], _ block: consuming sending @escaping () -> Void
   ) throws(LoopError) {
+    try Loop.checkRunnable(modes)
     try enqueue(
       QueuedBlock(
         modes: modes.count == 1 ? QueuedBlock.Modes(modes[0]) : .list(modes), block: block))
   }
 
-  /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop.
+  /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop. Throws
+  /// as `perform(in:_:)` with a list.
   public func perform(
     in mode: Mode, _ block: consuming sending @escaping () -> Void
   ) throws(LoopError) {
+    if mode.predefined == .none, mode.name.isEmpty { throw .invalidMode(name: "") }
     try enqueue(QueuedBlock(modes: QueuedBlock.Modes(mode), block: block))
+  }
+
+  /// What every way of queuing work for later requires of its modes: at least one, and each
+  /// with a name (delayed blocks and timers included, which reach the same rule through
+  /// `add`).
+  static func checkRunnable(_ modes: [Mode]) throws(LoopError) {
+    guard !modes.isEmpty else {
+      throw .invalidArgument(
+        name: "modes", value: "[]", reason: "a block needs at least one mode to run in")
+    }
+    if modes.contains(where: { $0.name.isEmpty }) { throw .invalidMode(name: "") }
   }
 
   /// Queues `block` for the common modes and wakes the loop.
@@ -459,18 +500,26 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     }
     wakeFDWritten = true
     // Teardown (which sets tornDown under this lock) waits for it before closing the eventfd.
-    wakeFD.reserveSignal()
+    wakeFD?.reserveSignal()
     return .eventfd
   }
 
-  /// The deferred half of `requestWakeLocked`.
+  /// The deferred half of `requestWakeLocked`, once the lock is released.
   func send(_ signal: WakeSignal) {
+    if case .eventfd = signal { TestPausePoint.reach(.wakeWriteDecided, by: self) }
+    sendHoldingLock(signal)
+  }
+
+  /// `send(_:)` for the rare callers that wake the loop while still holding its lock.
+  func sendHoldingLock(_ signal: WakeSignal) {
     switch signal {
     case .none: return
     case .futex: futex.wake()
     case .eventfd:
       do {
-        try wakeFD.completeSignal()
+        // Set (for good) before `requestWakeLocked` chose the eventfd, which only a loop
+        // asleep in a mode's epoll set makes it do.
+        try wakeFD?.completeSignal()
       } catch {
         preconditionFailure("waking the loop of \(threadDescription) failed: \(error)")
       }
@@ -494,9 +543,12 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// `perform`. Call it until it returns nothing: blocks run from one batch may post more.
   func takeQueuedBlocksOrClose() -> [QueuedBlock] {
     lock.withLock {
-      if blocks.isEmpty { refusingPosts = true }
-      defer { blocks = [] }
-      return blocks
+      if blocks.isEmpty && deferredBlocks.isEmpty { refusingPosts = true }
+      defer {
+        blocks = []
+        deferredBlocks = []
+      }
+      return deferredBlocks + blocks
     }
   }
 
@@ -516,19 +568,24 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   func liveModeLocked(_ name: Mode) -> ModeState? {
     guard !tornDown, name != .common, !name.name.isEmpty else { return nil }
     if let mode = modes[name] { return isEmptyLocked(mode) ? nil : mode }
-    // Queued blocks alone keep a mode alive, even one nothing was ever added to.
-    guard blocks.contains(where: { appliesLocked($0, to: name) }) else { return nil }
+    // Queued blocks alone keep a mode alive, even one nothing was ever added to. (Out of
+    // descriptors, the mode cannot be made: the run returns, and the blocks stay queued.)
+    guard hasBlocksLocked(for: name) else { return nil }
     return try? modeLocked(name)
   }
 
   func isEmptyLocked(_ mode: ModeState) -> Bool {
     if tornDown { return true }
     if mode.hasSourcesOrTimers { return false }
-    return !blocks.contains { appliesLocked($0, to: mode.mode) }
+    return !hasBlocksLocked(for: mode.mode)
   }
 
-  func appliesLocked(_ block: QueuedBlock, to mode: Mode) -> Bool {
-    block.applies(to: QueuedBlock.Target(mode, commonModes: commonModeNames))
+  /// Whether a queued block would run in `mode`.
+  func hasBlocksLocked(for mode: Mode) -> Bool {
+    let target = QueuedBlock.Target(mode, commonModes: commonModeNames)
+    if blocks.contains(where: { $0.applies(to: target) }) { return true }
+    guard !deferredBlocks.isEmpty, deferredBlocksSkip != target else { return false }
+    return deferredBlocks.contains { $0.applies(to: target) }
   }
 
   private func takeStopRequest() -> Bool {

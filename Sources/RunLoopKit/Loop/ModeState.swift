@@ -24,6 +24,29 @@ final class ModeState {
   /// identifies a registration by fd number on removal: if a source's fd was closed and the
   /// number reused by a newer source, removing the old source must not unregister the new one.
   var tokenForDescriptor: [Int32: UInt64] = [:]
+  /// Registrations the kernel may still hold in this set although no source watches them any
+  /// more, with the loop's wait count when each was let go: their fd number was closed, or
+  /// handed to another file, before the registration could be removed by it. Such a
+  /// registration lives on for as long as its file is open somewhere else (a `dup`, a child
+  /// process), reporting level-triggered, and only a new set sheds it; if its file was closed
+  /// everywhere, the kernel dropped it already. So the one unowned event that calls for a
+  /// rebuild is one for these tokens from a wait that returned after the token was let go:
+  /// proof the registration outlived its number. Any other event no source owns was read
+  /// before its registration was removed or let go (a handler earlier in the same pass closed
+  /// or invalidated the source) and is simply stale. Emptied by a rebuild.
+  var untrackedTokens: [UInt64: UInt64] = [:]
+  /// The last rebuild could not make a new set (the process was out of descriptors): the
+  /// loop polls this mode's set between short sleeps instead of sleeping in it, since an
+  /// unowned registration that reports would wake it at once, over and over (see
+  /// `Loop+Wait.swift`), and tries again on each pass.
+  var rebuildFailed = false
+
+  /// The set should be rebuilt on this pass even though no unowned registration reported:
+  /// the last rebuild failed (it is tried again on every pass until one succeeds, or the mode
+  /// would poll for good), or enough untracked registrations have piled up (fds closed before
+  /// their sources were removed, which is common) — once there are more than the set has live
+  /// ones, a rebuild costs at most one syscall per untracked registration it sheds.
+  var shedDue: Bool { rebuildFailed || untrackedTokens.count > max(64, descriptors.count) }
   let timers = TimerHeap()
   private let observerSet = ItemSet<LoopObserver>(identity: ObjectIdentifier.init)
   /// `observerSet` by order, equal orders in the order they were added; rebuilt on the first
@@ -106,12 +129,32 @@ final class ModeState {
     }
   }
 
-  /// Builds a fresh epoll set with the loop's own descriptors and `registrations`, and makes
-  /// it the mode's set. Returns the tokens whose fd the kernel refused (closed meanwhile).
+  /// Takes the registration with `token` out of the set by its fd number, if the number is
+  /// still that registration's; otherwise, or if the kernel finds nothing to remove, records
+  /// the token as one the kernel may still hold (`untrackedTokens`, stamped with the loop's
+  /// `waitCount`) and returns false: the number no longer names the file that was registered.
+  @discardableResult
+  func unregister(_ fd: Int32, token: UInt64, waitCount: UInt64) -> Bool {
+    if tokenForDescriptor[fd] == token, epoll.remove(fd) { return true }
+    untrackedTokens[token] = waitCount
+    return false
+  }
+
+  /// Whether an event for `token`, from the wait that brought the loop's wait count to
+  /// `waitCount`, shows a registration that outlived its fd number (see `untrackedTokens`).
+  func isLiveUntracked(_ token: UInt64, reportedBy waitCount: UInt64) -> Bool {
+    guard let letGo = untrackedTokens[token] else { return false }
+    return letGo < waitCount
+  }
+
+  /// Fills `fresh` (an empty set) with the loop's own descriptors and `registrations`, and
+  /// makes it the mode's set; the old one closes with its last reference. Returns the tokens
+  /// whose fd the kernel refused (closed meanwhile). Throws, leaving the old set in place,
+  /// when the kernel refuses one of the loop's own descriptors (out of memory, or of epoll
+  /// watches).
   func replaceEpollSet(
-    wakeFD: EventFD, registrations: [(fd: Int32, mask: UInt32, token: UInt64)]
+    with fresh: Epoll, wakeFD: EventFD, registrations: [(fd: Int32, mask: UInt32, token: UInt64)]
   ) throws(LoopError) -> [UInt64] {
-    let fresh = try Epoll()
     try fresh.add(wakeFD.fd, events: CRL_EPOLLIN, token: ModeState.wakeToken)
     try fresh.add(timerFD.fd, events: CRL_EPOLLIN, token: ModeState.timerToken)
     var refused: [UInt64] = []
@@ -123,6 +166,8 @@ final class ModeState {
       }
     }
     epoll = fresh
+    untrackedTokens = [:]
+    rebuildFailed = false
     return refused
   }
 

@@ -37,10 +37,7 @@ extension Loop {
   func schedule(
     _ block: @escaping () -> Void, at deadline: LoopClock.Instant, in modes: [Mode]
   ) throws(LoopError) -> ScheduledBlock {
-    guard !modes.isEmpty else {
-      throw .invalidArgument(
-        name: "modes", value: "[]", reason: "a block needs at least one mode to run in")
-    }
+    try Loop.checkRunnable(modes)
     let outcome = ScheduledBlock.Outcome()
     let watch = ScheduledBlock.AbandonWatch(outcome)
     // Joins every mode while it cannot fire, then gets its date: with the date set first, the

@@ -35,6 +35,7 @@ extension Loop {
     for timer in candidates {
       guard let (firedAt, handler) = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) })
       else { continue }
+      TestPausePoint.reach(.timerAboutToFire, by: timer)
       let began = sink?.now
       handler(timer)
       if let sink, let began {
@@ -68,11 +69,15 @@ extension Loop {
   }
 
   /// Puts a repeating timer back on its grid (or where its handler moved it) in every mode
-  /// it is in now, including modes it joined during its own callout.
+  /// it is in now, including modes it joined during its own callout. A timer that is invalid
+  /// by now leaves every mode here instead (see `retireTimerLocked`).
   private func finishFiringLocked(_ timer: LoopTimer, firedAt: LoopClock.Instant) {
     timer.isFiring = false
     firingTimers.removeAll { $0 === timer }
-    guard let interval = timer.interval, timer.isValid else { return }
+    guard let interval = timer.interval, timer.isValid else {
+      retireTimerLocked(timer)
+      return
+    }
     let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Duration) in
       let current = timer.scheduleUnlocked
       let next = LoopTimer.nextFireDate(

@@ -178,30 +178,39 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// The next time the timer fires. Settable from any thread, including its own handler.
   /// A date in the past means now, as `CFRunLoopTimerSetNextFireDate` has it: set from the
   /// timer's own handler, it makes a repeating timer fire again on the next pass.
+  ///
+  /// Setting it on an invalid timer does nothing, as in CF: the timer can never fire, and
+  /// reading the property gives the date it had when it was invalidated.
   public var fireDate: LoopClock.Instant {
     get { binding.lock.withLock { storedFireDate } }
     set {
       let newValue = max(newValue, .now)
-      let owner = binding.lock.withLock { () -> Loop? in
-        if let loop = bindingState.loop { return loop }
-        storedFireDate = newValue
-        return nil
-      }
-      owner?.reschedule(self) { storedFireDate = newValue }
+      changeSchedule { storedFireDate = newValue }
     }
   }
 
   /// How late the timer may fire to share a wake with others. Negative values become zero.
+  /// Setting it on an invalid timer does nothing, like setting `fireDate`.
   public var tolerance: Duration {
     get { binding.lock.withLock { storedTolerance } }
     set {
       let value = max(newValue, .zero)
-      let owner = binding.lock.withLock { () -> Loop? in
-        if let loop = bindingState.loop { return loop }
-        storedTolerance = value
-        return nil
-      }
-      owner?.reschedule(self) { storedTolerance = value }
+      changeSchedule { storedTolerance = value }
+    }
+  }
+
+  /// Applies `change` (under `binding.lock`) while the timer is valid, and re-keys it in its
+  /// loop's heaps when it is bound. Validity is checked in the same hold of the lock that
+  /// makes the change, so a change racing `invalidate()` is either made before it or dropped.
+  private func changeSchedule(_ change: () -> Void) {
+    let owner = binding.lock.withLock { () -> Loop? in
+      guard bindingState.isValid else { return nil }
+      if let loop = bindingState.loop { return loop }
+      change()
+      return nil
+    }
+    owner?.reschedule(self) { [self] in
+      if bindingState.isValid { change() }
     }
   }
 
@@ -224,6 +233,11 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     let handler = wasValid ? storedHandler.take() : nil
     binding.lock.unlock()
     guard wasValid else { return }
+    // From here until the loop's lock is taken, the timer is invalid but still in its modes.
+    // The loop may meet it so first (its callout ends, or its thread exits): whichever holds
+    // the loop's lock first detaches it (`Loop.retireTimerLocked`), and the other finds
+    // nothing left to do.
+    TestPausePoint.reach(.timerInvalidatedNotYetDetached, by: self)
     if let owner { owner.detachTimerEverywhere(self) }
     LoopTimer.release(handler)
   }

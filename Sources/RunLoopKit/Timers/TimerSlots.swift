@@ -2,8 +2,11 @@
 ///
 /// The references are `unowned(unsafe)`: heap sifting reads them on every swap, and a safe
 /// unowned or strong reference would cost atomic reference counting each time. They are
-/// sound because a slot never outlives its mode: a slot is removed whenever its timer leaves
-/// the mode, and a loop tearing down detaches every timer before it lets its modes go.
+/// sound because a slot never outlives its mode. Every slot's timer is reachable from its
+/// loop — in the slot's heap, or in `Loop.firingTimers` while its callout runs (index `nil`)
+/// — and a loop tearing down detaches every timer it can reach before it lets its modes go.
+/// A callout's end puts the timer back in its heaps or, if it was invalidated meanwhile,
+/// removes every slot (`Loop.retireTimerLocked`), so no slot is ever out of both.
 struct TimerSlot {
   unowned(unsafe) let mode: ModeState
   unowned(unsafe) let heap: TimerHeap

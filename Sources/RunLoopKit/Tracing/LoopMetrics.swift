@@ -25,6 +25,10 @@ extension Loop {
     public var wakeUpWrites: UInt64 = 0
     /// Times a mode's epoll set was rebuilt to shed a registration it could no longer remove.
     public var epollRebuilds = 0
+    /// Rebuilds that could not be made: the process was out of descriptors even for the
+    /// loop's spare set. The mode then polls its old set between 10 ms sleeps (descriptor
+    /// events wait up to that long) and tries again on each pass, instead of spinning.
+    public var epollRebuildFailures = 0
     /// Descriptor sources found watching a file their fd no longer names (closed behind the
     /// loop's back, or closed and reused), each reported once as `invalidDescriptor`.
     public var staleDescriptors: UInt64 = 0
@@ -63,6 +67,7 @@ extension Loop {
       snapshot.waits = waitGeneration
       snapshot.wakeUpWrites = wakeWrites
       snapshot.epollRebuilds = epollRebuilds
+      snapshot.epollRebuildFailures = epollRebuildFailures
       return snapshot
     }
   }
@@ -92,9 +97,14 @@ extension Loop.Metrics: CustomStringConvertible {
       \(wakes.descriptor) descriptors, \(wakes.port) ports, \(wakes.mainQueue) main queue, \
       \(wakes.timeout) timeouts
       ran \(blocksRun) blocks, \(sourcesHandled) sources, \(timersFired) timers; \
-      \(wakeUpWrites) wake-ups sent, \(epollRebuilds) epoll rebuilds, \
+      \(wakeUpWrites) wake-ups sent, \(epollRebuilds) epoll rebuilds\(failedRebuilds), \
       \(staleDescriptors) stale fds
       """
+  }
+
+  /// " (2 failed)" after the rebuilds, when some could not be made; nothing otherwise.
+  private var failedRebuilds: String {
+    epollRebuildFailures == 0 ? "" : " (\(epollRebuildFailures) failed)"
   }
 
   /// "1.234 s", with the tracer's fixed-point formatting.
