@@ -201,12 +201,8 @@ extension Loop {
         with: fresh, wakeFD: try wakeFDLocked(), registrations: live)
     } catch {
       // The kernel refused the loop's own descriptors in the new set (out of memory, or of
-      // epoll watches): the set goes back in reserve, emptied.
-      if spareEpoll == nil {
-        fresh.remove(mode.timerFD.fd)
-        if let wakeFD { fresh.remove(wakeFD.fd) }
-        spareEpoll = fresh
-      }
+      // epoll watches), which leaves it empty: it goes back in reserve.
+      if spareEpoll == nil { spareEpoll = fresh }
       return failed()
     }
     if spareEpoll == nil { spareEpoll = try? Epoll() }

@@ -6,10 +6,10 @@ extension Loop: CustomDebugStringConvertible {
     lock.withLock {
       var lines: [String] = []
       let running = frames.map(\.mode.name).joined(separator: " > ")
+      let queued = blocks.count + deferredBlocks.count
       lines.append(
         "<Loop \(threadDescription)\(tornDown ? " torn down" : "")> "
-          + "waiting: \(sleeping), running: [\(running)], queued blocks: \(blocks.count + deferredBlocks.count)"
-      )
+          + "waiting: \(sleeping), running: [\(running)], queued blocks: \(queued)")
       lines.append(
         "  common modes: \(commonModeNames.map(\.name)), common items: \(commonItems.count)")
       for name in modes.keys.sorted(by: { $0.name < $1.name }) {

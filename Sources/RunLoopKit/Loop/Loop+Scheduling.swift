@@ -388,7 +388,7 @@ extension Loop {
   /// What every add requires before anything is bound: a named mode, and a loop whose thread
   /// has not exited.
   private func checkAddableLocked(to name: Mode) throws(LoopError) {
-    guard !name.name.isEmpty else { throw .invalidMode(name: name.name) }
+    try Loop.checkNamed(name)
     guard !tornDown else { throw .loopTornDown(thread: threadDescription) }
   }
 

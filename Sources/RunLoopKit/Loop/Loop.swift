@@ -411,19 +411,25 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   public func perform(
     in mode: Mode, _ block: consuming sending @escaping () -> Void
   ) throws(LoopError) {
-    if mode.predefined == .none, mode.name.isEmpty { throw .invalidMode(name: "") }
+    try Loop.checkNamed(mode)
     try enqueue(QueuedBlock(modes: QueuedBlock.Modes(mode), block: block))
   }
 
-  /// What every way of queuing work for later requires of its modes: at least one, and each
-  /// with a name (delayed blocks and timers included, which reach the same rule through
-  /// `add`).
+  /// What queuing a block for later (`perform(in:)`, `perform(after:in:)`) requires of its
+  /// modes: at least one, each with a name.
   static func checkRunnable(_ modes: [Mode]) throws(LoopError) {
     guard !modes.isEmpty else {
       throw .invalidArgument(
         name: "modes", value: "[]", reason: "a block needs at least one mode to run in")
     }
-    if modes.contains(where: { $0.name.isEmpty }) { throw .invalidMode(name: "") }
+    for mode in modes { try checkNamed(mode) }
+  }
+
+  /// Every mode a block or an item is given needs a name. (The predefined modes are told
+  /// apart first, so posting to them compares no string.)
+  @inline(__always)
+  static func checkNamed(_ mode: Mode) throws(LoopError) {
+    if mode.predefined == .none, mode.name.isEmpty { throw .invalidMode(name: "") }
   }
 
   /// Queues `block` for the common modes and wakes the loop.

@@ -62,8 +62,22 @@ final class ModeState {
     self.mode = mode
     epoll = try Epoll()
     timerFD = try TimerFD()
-    try epoll.add(wakeFD.fd, events: CRL_EPOLLIN, token: ModeState.wakeToken)
-    try epoll.add(timerFD.fd, events: CRL_EPOLLIN, token: ModeState.timerToken)
+    try ModeState.watchLoopDescriptors(in: epoll, wakeFD: wakeFD, timerFD: timerFD)
+  }
+
+  /// Registers the loop's own descriptors in `set`: the wake-up eventfd and the mode's
+  /// timerfd. If the kernel refuses either, `set` is left empty again and the error thrown.
+  private static func watchLoopDescriptors(
+    in set: Epoll, wakeFD: EventFD, timerFD: TimerFD
+  ) throws(LoopError) {
+    do throws(LoopError) {
+      try set.add(wakeFD.fd, events: CRL_EPOLLIN, token: ModeState.wakeToken)
+      try set.add(timerFD.fd, events: CRL_EPOLLIN, token: ModeState.timerToken)
+    } catch {
+      set.remove(wakeFD.fd)
+      set.remove(timerFD.fd)
+      throw error
+    }
   }
 
   /// Sources and timers keep a mode alive; observers do not (as in CF). Queued blocks are
@@ -149,14 +163,13 @@ final class ModeState {
 
   /// Fills `fresh` (an empty set) with the loop's own descriptors and `registrations`, and
   /// makes it the mode's set; the old one closes with its last reference. Returns the tokens
-  /// whose fd the kernel refused (closed meanwhile). Throws, leaving the old set in place,
-  /// when the kernel refuses one of the loop's own descriptors (out of memory, or of epoll
-  /// watches).
+  /// whose fd the kernel refused (closed meanwhile). Throws, leaving the old set in place and
+  /// `fresh` empty, when the kernel refuses one of the loop's own descriptors (out of memory,
+  /// or of epoll watches).
   func replaceEpollSet(
     with fresh: Epoll, wakeFD: EventFD, registrations: [(fd: Int32, mask: UInt32, token: UInt64)]
   ) throws(LoopError) -> [UInt64] {
-    try fresh.add(wakeFD.fd, events: CRL_EPOLLIN, token: ModeState.wakeToken)
-    try fresh.add(timerFD.fd, events: CRL_EPOLLIN, token: ModeState.timerToken)
+    try ModeState.watchLoopDescriptors(in: fresh, wakeFD: wakeFD, timerFD: timerFD)
     var refused: [UInt64] = []
     for registration in registrations {
       do throws(LoopError) {
