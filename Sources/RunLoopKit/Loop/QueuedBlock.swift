@@ -1,0 +1,55 @@
+extension Loop {
+  /// A block waiting in the loop's queue for a mode it may run in (`perform`). Mirrors the
+  /// block list CF keeps for `CFRunLoopPerformBlock`.
+  struct QueuedBlock {
+    /// Which modes may run it. One mode needs no array, so the common case allocates nothing,
+    /// and the two modes nearly every block names have cases of their own, so queuing and
+    /// running such a block copies no mode name (a String's retain and release each time).
+    enum Modes {
+      case common
+      case defaultMode
+      case one(Mode)
+      case list([Mode])
+      /// Whatever mode the loop runs next (the resident thread's stop block).
+      case any
+
+      init(_ mode: Mode) {
+        switch mode.predefined {
+        case .defaultMode: self = .defaultMode
+        case .common: self = .common
+        case .none: self = .one(mode)
+        }
+      }
+    }
+    let modes: Modes
+    let block: () -> Void
+
+    /// What a drain asks of every block: worked out once per drain, so the two common cases
+    /// compare no mode names per block.
+    struct Target: Equatable {
+      let mode: Mode
+      let isDefault: Bool
+      let isCommon: Bool
+
+      init(_ mode: Mode, commonModes: [Mode]) {
+        self.mode = mode
+        isDefault = mode.predefined == .defaultMode
+        isCommon = commonModes.contains(mode)
+      }
+
+      func matches(_ wanted: Mode) -> Bool {
+        wanted == mode || (isCommon && wanted == .common)
+      }
+    }
+
+    func applies(to target: Target) -> Bool {
+      switch modes {
+      case .common: return target.isCommon
+      case .defaultMode: return target.isDefault
+      case .one(let wanted): return target.matches(wanted)
+      case .list(let wanted): return wanted.contains(where: target.matches)
+      case .any: return true
+      }
+    }
+  }
+}
