@@ -53,11 +53,12 @@ let package = Package(
     ),
     .testTarget(
       name: "RunLoopKitTests",
-      dependencies: ["RunLoopKit", "RunLoopDemos", "CRunLoopShims"],
+      dependencies: ["RunLoopKit", "RunLoopKitExecutors", "RunLoopDemos", "CRunLoopShims"],
       path: "Tests/RunLoopKitTests"
     ),
-    // The opt-in product's tests. On Linux every test target links into one test binary, so
-    // its conformances are present for RunLoopKitTests too (they changed none of its results).
+    // The opt-in product's XCTest cases, which drive LoopMainExecutor on the real main thread
+    // (XCTest runs them there). Its Swift Testing suites live in RunLoopKitTests/Executors,
+    // inside the one serialized suite. On Linux every test target links into one test binary.
     .testTarget(
       name: "RunLoopKitExecutorsTests",
       dependencies: ["RunLoopKitExecutors", "RunLoopKit", "CRunLoopShims"],

@@ -17,6 +17,9 @@ struct LoopMainExample {
     }
     LoopExecutorFactory.requireInstalled()
     report("main task")
+    if CommandLine.arguments.contains("--nested-run") { return await nestedRunInMainActorJob() }
+    if CommandLine.arguments.contains("--stray-stop") { return try await strayStops() }
+    if CommandLine.arguments.contains("--throw") { throw ExampleError(code: 3) }
 
     // @MainActor code: the main actor is Loop.main's executor.
     await MainActor.run { report("@MainActor") }
@@ -85,6 +88,64 @@ struct LoopMainExample {
         _ = write(writeEnd, &byte, 1)
       }
     }
+  }
+}
+
+// MARK: Corner cases the tests run (`--nested-run`, `--stray-stop`, `--throw`)
+
+/// Main-actor state that one job holds `inout` across a nested run of `Loop.main`.
+@MainActor var counter = 0
+
+extension LoopMainExample {
+  /// A main-actor job runs `Loop.main` nested while it holds `counter` for writing. Another
+  /// main-actor job and a main-queue block, queued before the nested run, must wait until the
+  /// first job returns (a serial executor runs one job at a time); a plain `perform` block
+  /// runs inside the nested run.
+  static func nestedRunInMainActorJob() async {
+    await MainActor.run {
+      Task { @MainActor in
+        counter += 1
+        report("second main-actor job, counter \(counter)")
+      }
+      DispatchQueue.main.async { report("main-queue block") }
+      addAcrossNestedRun(&counter)
+      report("first main-actor job ends, counter \(counter)")
+    }
+    // Both waiting pieces of work ran before this, which is queued behind them.
+    await withCheckedContinuation { continuation in
+      DispatchQueue.main.async { continuation.resume() }
+    }
+    await MainActor.run { report("main returns, counter \(counter)") }
+  }
+
+  @MainActor static func addAcrossNestedRun(_ value: inout Int) {
+    report("first main-actor job begins")
+    do {
+      try Loop.main.perform {
+        report("plain block in the nested run")
+        Loop.main.stop()
+      }
+    } catch {
+      fatalError("perform on Loop.main failed: \(error)")
+    }
+    Loop.main.run()
+    value += 10
+  }
+
+  /// `Loop.main.stop()` from a main-queue block and from a main-actor job end one run of the
+  /// loop each; the program goes on until `main` returns.
+  static func strayStops() async throws {
+    DispatchQueue.main.async {
+      report("Loop.main.stop() from DispatchQueue.main")
+      Loop.main.stop()
+    }
+    try await Task.sleep(for: .milliseconds(20))
+    await MainActor.run {
+      report("Loop.main.stop() from a main-actor job")
+      Loop.main.stop()
+    }
+    try await Task.sleep(for: .milliseconds(20))
+    await MainActor.run { report("main returns") }
   }
 }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import RunLoopKit
 // Experimental toolchain interface: `SchedulingExecutor`, behind
 // `@_spi(ExperimentalScheduling)` in `_Concurrency` (SE-0505, in review). Checked on
@@ -39,10 +40,37 @@ import RunLoopKit
         label: "Task.sleep", after: max(delay, .zero), tolerance: tolerance
       ) { _ in pending.fire() }
       try loop.add(timer, to: .common)
+    } catch .loopTornDown {
+      fatalError(
+        "RunLoopKit: a Task.sleep was scheduled on \(loop) after its thread exited. Keep the "
+          + "thread alive for as long as tasks sleep on its executor.")
+    } catch {
+      // No timer for it (the process is out of descriptors for the mode's timerfd or epoll
+      // set): the sleep is timed by Dispatch instead and still resumes on the loop's thread.
+      DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchInterval) {
+        self.resume(pending)
+      }
+    }
+  }
+
+  /// Runs a sleep timed elsewhere on the loop's thread.
+  private func resume(_ pending: PendingSleep) {
+    do throws(LoopError) {
+      try loop.perform { pending.fire() }
     } catch {
       fatalError(
-        "RunLoopKit: a Task.sleep was scheduled on \(loop) after its thread exited (\(error)). "
-          + "Keep the thread alive for as long as tasks sleep on its executor.")
+        "RunLoopKit: a Task.sleep on \(loop) ended after its thread exited. Keep the thread "
+          + "alive for as long as tasks sleep on its executor.")
     }
+  }
+}
+
+extension Duration {
+  /// Whole nanoseconds, at least zero, for Dispatch.
+  fileprivate var dispatchInterval: DispatchTimeInterval {
+    let (seconds, attoseconds) = max(self, .zero).components
+    return .nanoseconds(
+      Int(min(seconds, Int64(Int.max / 1_000_000_000) - 1)) * 1_000_000_000
+        + Int(attoseconds / 1_000_000_000))
   }
 }

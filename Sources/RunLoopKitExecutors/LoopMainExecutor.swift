@@ -25,17 +25,25 @@ public final class LoopMainExecutor: SerialExecutor, Sendable {
   let loopExecutor: LoopExecutor
   /// Counts the `runUntil` calls under way, which want the loop back after each job.
   private let untilDepth = Atomic<Int>(0)
+  /// Set by `stop()`, taken by `run()`: only this executor's own stop ends its run.
+  private let stopRequested = Atomic<Bool>(false)
 
   private init() { loopExecutor = Loop.main.executor }
 
   // MARK: RunLoopExecutor
 
-  /// Runs `Loop.main` in its default mode until `stop()`. The runtime calls this on the main
-  /// thread once the program's main task has been enqueued; an `async` main ends the program
-  /// with `exit` when it returns, so this need not return.
+  /// Runs `Loop.main` in its default mode until this executor's `stop()`. The runtime calls
+  /// this on the main thread once the program's main task has been enqueued; an `async` main
+  /// ends the program with `exit` when it returns, so this need not return.
+  ///
+  /// A `Loop.main.stop()` from anywhere else (a callback, `DispatchQueue.main.async { … }`)
+  /// ends only that one run of the loop: this one runs it again, so the program goes on until
+  /// `main` returns, as it would under Dispatch's `dispatchMain()`.
   public func run() throws {
     requireMainThread("run()")
-    Loop.main.run()
+    while !stopRequested.exchange(false, ordering: .acquiringAndReleasing) {
+      Loop.main.run()
+    }
   }
 
   /// Runs `Loop.main` until `condition` holds, checking it before the first pass and after
@@ -46,25 +54,31 @@ public final class LoopMainExecutor: SerialExecutor, Sendable {
     untilDepth.add(1, ordering: .relaxed)
     defer { untilDepth.subtract(1, ordering: .relaxed) }
     while !condition() { Loop.main.run(in: .default) }
+    // A stop made while this ran was a nudge for it, not a stop for a later `run()`.
+    stopRequested.store(false, ordering: .releasing)
   }
 
-  /// Ends `run()` (and makes a `runUntil` look at its condition again). Safe from any thread.
-  /// Queued like a job, so unlike `Loop.stop()` a stop made just before the loop starts
-  /// running is not lost: it ends the run that follows.
+  /// Ends `run()`, or makes a `runUntil` look at its condition again (and is then used up).
+  /// Safe from any thread.
+  /// Remembered until `run()` sees it and queued as a block, so unlike `Loop.stop()` a stop
+  /// made just before the loop starts running is not lost: it ends the run that follows.
   public func stop() {
+    stopRequested.store(true, ordering: .releasing)
     try? Loop.main.perform { Loop.main.stop() }
   }
 
   // MARK: SerialExecutor
 
-  /// Queues the job as a `Loop.main` perform block in its common modes, so it runs on the main
-  /// thread; while a `runUntil` is under way, each job then stops the run so the condition is
-  /// checked again. Traps once the main loop is torn down.
+  /// Queues the job on `Loop.main` like a perform block in its common modes, so it runs on
+  /// the main thread, never inside another job of `Loop.main` (a nested run inside a
+  /// main-actor job runs no other main-actor job: see `LoopExecutor`); while a `runUntil` is
+  /// under way, each job then stops the run so the condition is checked again. Traps once
+  /// the main loop is torn down.
   public func enqueue(_ job: consuming ExecutorJob) {
     let unowned = UnownedJob(job)
     let serial = asUnownedSerialExecutor()
     do throws(LoopError) {
-      try Loop.main.perform {
+      try Loop.main.enqueueJob {
         unowned.runSynchronously(on: serial)
         // A runUntil is waiting for some job to make its condition true: give it a look.
         if self.untilDepth.load(ordering: .relaxed) > 0 { Loop.main.stop() }
@@ -84,8 +98,10 @@ public final class LoopMainExecutor: SerialExecutor, Sendable {
   /// Traps unless called on the main thread, with `Loop.main.executor`'s own check.
   public func checkIsolated() { loopExecutor.checkIsolated() }
 
-  /// True on the main thread (`Loop.main.isCurrent`) and false elsewhere; never nil.
-  public func isIsolatingCurrentContext() -> Bool? { Loop.main.isCurrent }
+  /// True on the main thread; nil elsewhere, so that `MainActor.assumeIsolated` off the main
+  /// thread traps through `checkIsolated`, whose message names both threads (see
+  /// `LoopExecutor.isIsolatingCurrentContext`).
+  public func isIsolatingCurrentContext() -> Bool? { Loop.main.isCurrent ? true : nil }
 
   private func requireMainThread(_ what: String) {
     precondition(

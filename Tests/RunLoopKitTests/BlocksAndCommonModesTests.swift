@@ -54,15 +54,20 @@ extension RunLoopKitTests {
       let recorder = Recorder()
       try onLoopThread { loop in
         try loop.addCommonMode("X")
-        try loop.perform { recorder.log("ran in \(loop.currentMode!)") }
+        try loop.perform { recorder.log(whereItRan(loop)) }
         loop.run(for: .zero)
-        try loop.perform { recorder.log("ran in \(loop.currentMode!)") }
+        try loop.perform { recorder.log(whereItRan(loop)) }
         loop.run(in: "X", for: .zero)
-        try loop.perform { recorder.log("ran in \(loop.currentMode!)") }
+        try loop.perform { recorder.log(whereItRan(loop)) }
         try loop.add(ManualSource {}, to: "Y")
         loop.run(in: "Y", for: .zero)
+        recorder.log("last run returned")
       }
-      #expect(recorder.all == ["ran in default", "ran in X"])
+      // Not in Y (outside the common set); the thread's exit runs what its loop accepted.
+      #expect(
+        recorder.all == [
+          "ran in default", "ran in X", "last run returned", "ran as the thread exited",
+        ])
     }
 
     @Test("47. A block queued from inside a block runs on a later drain, not recursively")
@@ -135,4 +140,9 @@ extension RunLoopKitTests {
       #expect(recorder.all == ["schedule default", "schedule X", "entry X", "fd in X"])
     }
   }
+}
+
+/// "ran in <mode>", or, for a block run by its thread's exit (no mode runs), says so.
+private func whereItRan(_ loop: Loop) -> String {
+  loop.currentMode.map { "ran in \($0)" } ?? "ran as the thread exited"
 }

@@ -23,6 +23,37 @@ actor LoopPinnedCounter {
   }
 }
 
+extension LoopPinnedCounter {
+  /// Counts on the loop's thread with no await in between.
+  func increment() -> (count: Int, onLoopThread: Bool) {
+    count += 1
+    return (count, executor.loop.isCurrent)
+  }
+
+  /// A job that runs its loop nested, as a modal wait does. A second job of this actor,
+  /// queued before the nested run, and a plain block: `log` says what ran when.
+  func runNestedLoop(log: Recorder) {
+    log.log("first job begins")
+    Task { self.noteSecondJob(log: log) }  // a job of this actor, queued now
+    do {
+      try executor.loop.perform {
+        log.log("plain block in the nested run")
+        Loop.current.stop()
+      }
+    } catch {
+      log.log("perform failed: \(error)")
+    }
+    Loop.current.run()
+    count += 10
+    log.log("first job ends, count \(count)")
+  }
+
+  private func noteSecondJob(log: Recorder) {
+    count += 1
+    log.log("second job, count \(count)")
+  }
+}
+
 /// The actor-initialiser trap the Swift concurrency article describes: stored-property
 /// initialisers and a synchronous `init` run on the thread that creates the actor.
 actor PinnedWithInitialisers {
@@ -87,21 +118,97 @@ extension RunLoopKitTests {
           seen.value = countAssumingIsolation(counter)
           Loop.current.stop()
         }, to: .default)
-      #expect(thread.loop.executor.isIsolatingCurrentContext() == false)
+      // Off the thread the answer is "cannot tell" (nil), so that a check that must trap
+      // asks checkIsolated, whose message names both threads.
+      #expect(thread.loop.executor.isIsolatingCurrentContext() == nil)
       #expect(!thread.loop.isCurrent)
       thread.start()
       thread.join()
       #expect(seen.value == 0)
-      #expect(Loop.current.isCurrent)
     }
 
-    @Test("60. assumeIsolated for a plain loop's actor traps off that loop's thread")
+    @Test(
+      "60. assumeIsolated for a plain loop's actor traps off that loop's thread, naming both threads"
+    )
     func test_60_assumeIsolatedTrapsElsewhere() async {
-      await #expect(processExitsWith: .failure) {
+      let result = await #expect(
+        processExitsWith: .failure, observing: [\.standardErrorContent]
+      ) {
         let thread = LoopThread { loop in loop.run(in: .default, for: .seconds(1)) }
         let counter = LoopPinnedCounter(executor: thread.loop.executor)
         _ = countAssumingIsolation(counter)
       }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(
+        message.contains(
+          "RunLoopKit: code isolated to this loop's executor (an actor pinned to it) must run on "
+            + "the loop of thread "), "\(message)")
+      #expect(message.contains(", but ran on thread "))
+      #expect(message.contains("loop.perform"))
+      #expect(!message.contains("Incorrect actor executor assumption"))
+    }
+
+    @Test(
+      "A job a plain thread's loop accepted after its last run still runs, on that thread, as the thread exits"
+    )
+    func acceptedJobRunsAtThreadExit() throws {
+      let runReturned = Gate()
+      let exit = Gate()
+      let thread = LoopThread { loop in
+        loop.run()
+        runReturned.open()
+        exit.wait()  // the job is accepted meanwhile; the thread then exits without a run
+      }
+      let counter = LoopPinnedCounter(executor: thread.loop.executor)
+      thread.start()
+      try thread.loop.perform { Loop.current.stop() }
+      #expect(runReturned.wait())
+      let result = Box<(count: Int, onLoopThread: Bool)?>(nil)
+      let done = Gate()
+      Task.detached {
+        result.value = await counter.increment()
+        done.open()
+      }
+      // Accepted: queued on the loop, which no run will drain.
+      #expect(waitUntil { thread.loop.lock.withLock { thread.loop.blocks.count } == 1 })
+      exit.open()
+      thread.join()
+      #expect(done.wait(), "the awaiting task was never resumed")
+      #expect(result.value?.count == 1)
+      #expect(result.value?.onLoopThread == true)
+    }
+
+    @Test("A job enqueued on a loop's executor after its thread exited traps with a message")
+    func jobAfterThreadExitTraps() async {
+      let result = await #expect(
+        processExitsWith: .failure, observing: [\.standardErrorContent]
+      ) {
+        let executor = try onLoopThread { loop in loop.executor }
+        _ = await LoopPinnedCounter(executor: executor).increment()
+      }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(message.contains("RunLoopKit: a job was enqueued on the loop of thread "))
+      #expect(message.contains("after the thread exited"))
+      #expect(message.contains("Keep the thread"))
+    }
+
+    @Test(
+      "A nested run inside a loop executor's job runs plain blocks but no other job of that loop; the job waiting runs after it"
+    )
+    func nestedRunInsideAJobHoldsOtherJobs() async throws {
+      let thread = LoopThread { loop in loop.run() }
+      let counter = LoopPinnedCounter(executor: thread.loop.executor)
+      thread.start()
+      let log = Recorder()
+      await counter.runNestedLoop(log: log)
+      #expect(waitUntil { log.all.count == 4 })
+      #expect(
+        log.all == [
+          "first job begins", "plain block in the nested run", "first job ends, count 10",
+          "second job, count 11",
+        ])
+      try thread.loop.perform { Loop.current.stop() }
+      thread.join()
     }
 
     @Test(

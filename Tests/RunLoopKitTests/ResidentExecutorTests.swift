@@ -52,7 +52,9 @@ extension RunLoopKitTests {
     func test_55b_isolationChecks() throws {
       let thread = try ResidentThread(name: "isolated")
       let counter = PinnedCounter(thread: thread)
-      #expect(thread.executor.isIsolatingCurrentContext() == false)
+      // Elsewhere: nil, which a query reads as "not isolated" and a check that must trap turns
+      // into checkIsolated's trap (55c).
+      #expect(thread.executor.isIsolatingCurrentContext() == nil)
       let onThread = try thread.performAndWait { thread.executor.isIsolatingCurrentContext() }
       #expect(onThread == true)
       // assumeIsolated from a plain loop callback (a timer) on the resident thread.
@@ -67,12 +69,20 @@ extension RunLoopKitTests {
       try thread.join()
     }
 
-    @Test("55c. assumeIsolated off the resident thread traps")
+    @Test("55c. assumeIsolated off the resident thread traps, naming both threads")
     func test_55c_assumeIsolatedElsewhereTraps() async {
-      await #expect(processExitsWith: .failure) {
+      let result = await #expect(
+        processExitsWith: .failure, observing: [\.standardErrorContent]
+      ) {
         let thread = try ResidentThread(name: "elsewhere")
         _ = countAssumingIsolation(PinnedCounter(thread: thread))
       }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(
+        message.contains("code isolated to this loop's executor (an actor pinned to it) must run"),
+        "\(message)")
+      #expect(message.contains("\"elsewhere\", but ran on thread "))
+      #expect(!message.contains("Incorrect actor executor assumption"))
     }
   }
 }

@@ -59,12 +59,21 @@ extension RunLoopKitTests {
       #expect(message.contains("loop.perform"))
     }
 
-    @Test("65. A LoopBoundBox made off its thread with init(_:loop:) traps")
+    @Test("65. A LoopBoundBox made off its thread with init(_:loop:) traps, naming both threads")
     func test_65_boxInitOffThreadTraps() async {
-      await #expect(processExitsWith: .failure) {
+      let result = await #expect(
+        processExitsWith: .failure, observing: [\.standardErrorContent]
+      ) {
         let thread = try ResidentThread(name: "owner")
         _ = LoopBoundBox(PlainCounter(), loop: thread.loop)
       }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(
+        message.contains(
+          "LoopBoundBox<PlainCounter>.init(_:loop:) must run on the loop of thread "),
+        "\(message)")
+      #expect(message.contains("\"owner\""))
+      #expect(message.contains("but ran on thread"))
     }
 
     @Test(

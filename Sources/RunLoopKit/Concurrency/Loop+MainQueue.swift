@@ -13,8 +13,10 @@ import CRunLoopShims
 ///   `.finished` (CF: `__CFRunLoopModeIsEmpty` answers no for them);
 /// - is served once per wake, after timers and before other descriptors, one batch at a time
 ///   (a block queued by a main-queue block runs on the next pass);
-/// - is never served re-entrantly: a nested run inside a main-queue block leaves it alone and
-///   the outer serve re-arms it when it returns (libdispatch's drain is not re-entrant).
+/// - is never served re-entrantly: a drain of the main queue is a job (see
+///   Loop+ExecutorJobs.swift), so a run nested inside a main-queue block, a main-actor job or
+///   any executor job of the main loop leaves it alone until that job returns (libdispatch's
+///   drain is not re-entrant, and a serial queue runs one block at a time).
 ///
 /// If the source cannot be added (the process is out of descriptors for a common mode's epoll
 /// set), that run goes without the main queue and the next run of the main thread tries again.
@@ -43,35 +45,17 @@ extension Loop {
     }
   }
 
-  /// Runs the main-queue blocks queued so far. The eventfd is reset first, so work queued by
-  /// these blocks wakes the loop again.
+  /// Runs the main-queue blocks queued so far, as a job. The eventfd is reset first, so work
+  /// queued by these blocks wakes the loop again.
   private func serveMainQueue(_ fd: Int32) {
     _ = try? EventFD.drain(fd)
-    let nested = lock.withLock { () -> Bool in
-      if mainQueue.serving {
-        mainQueue.missed = true
-        return true
-      }
-      mainQueue.serving = true
-      return false
-    }
-    guard !nested else { return }
-    MainQueueHooks.drain()
-    let missed = lock.withLock { () -> Bool in
-      mainQueue.serving = false
-      defer { mainQueue.missed = false }
-      return mainQueue.missed
-    }
-    // A nested run saw the queue get work while this serve was under way: wake for it again.
-    if missed { try? EventFD.signal(fd) }
+    // Inside a job: served when that job returns (it sets the eventfd again).
+    guard !holdMainQueueIfInsideJob() else { return }
+    runAsJob { MainQueueHooks.drain() }
   }
 
   /// The main loop's main-queue state. Guarded by the loop's lock.
   struct MainQueueState {
     var installed = false
-    /// True while `_dispatch_main_queue_callback_4CF` runs.
-    var serving = false
-    /// A nested run reset the eventfd while `serving`: re-arm it when the serve returns.
-    var missed = false
   }
 }

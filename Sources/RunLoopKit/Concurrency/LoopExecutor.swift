@@ -9,9 +9,17 @@ import CRunLoopShims
 /// were scheduled there): an actor's job that awaits something elsewhere leaves nothing queued,
 /// and the loop must still be there when the job resumes, so `run()` returns only when stopped.
 ///
+/// One job at a time: a job that runs a nested loop does not see other jobs of this loop
+/// (its own actor's, the main actor's on `Loop.main`) run inside it; they wait until it
+/// returns. Plain callbacks still run there. (See Loop+ExecutorJobs.swift.)
+///
+/// When the thread exits: the jobs already accepted run on it first, like every block its
+/// loop accepted; a job enqueued after that traps with a message, since it can be neither
+/// refused (the runtime has no way to hear it) nor run elsewhere (its actor is pinned here).
+///
 /// Isolation: `checkIsolated` and `isIsolatingCurrentContext` hold on the loop's own thread,
 /// inside jobs and plain loop callbacks alike, so `assumeIsolated` works in a timer or source
-/// callback of that loop and traps anywhere else.
+/// callback of that loop, and anywhere else traps with a message naming both threads.
 ///
 /// Mirrors no CF type (CF predates Swift executors); it is the Linux counterpart of pinning an
 /// actor to a run loop's thread.
@@ -22,14 +30,15 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
 
   init(loop: Loop) { self.loop = loop }
 
-  /// Queues the job as a `perform` block in the loop's common modes and wakes the loop; it
-  /// runs on the loop's thread, in FIFO order. Traps once the loop's thread has exited.
+  /// Queues the job like a `perform` block in the loop's common modes and wakes the loop; it
+  /// runs on the loop's thread, in FIFO order, never inside another job of this loop. Traps
+  /// once the loop's thread has exited.
   public func enqueue(_ job: consuming ExecutorJob) {
     let unowned = UnownedJob(job)
     let serial = asUnownedSerialExecutor()
     let task = asUnownedTaskExecutor()
     do throws(LoopError) {
-      try loop.perform { unowned.runSynchronously(isolatedTo: serial, taskExecutor: task) }
+      try loop.enqueueJob { unowned.runSynchronously(isolatedTo: serial, taskExecutor: task) }
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
       fatalError(
@@ -49,15 +58,19 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
     loop === other.loop
   }
 
-  /// Traps unless called on the loop's thread. The runtime calls it for `assumeIsolated`,
-  /// which therefore holds in any callback of this loop.
+  /// Traps unless called on the loop's thread, naming both threads. The runtime calls it when
+  /// `isIsolatingCurrentContext` cannot tell (off the loop's thread, see there) and the check
+  /// must trap: `assumeIsolated`, `preconditionIsolated`.
   public func checkIsolated() {
-    loop.preconditionIsCurrent("an actor isolated to this loop's executor")
+    loop.preconditionIsCurrent("code isolated to this loop's executor (an actor pinned to it)")
   }
 
-  /// True on the loop's thread and false elsewhere (`Loop.isCurrent`); never nil.
+  /// True on the loop's thread; nil elsewhere rather than false. On false the runtime traps in
+  /// `assumeIsolated` with its generic "Incorrect actor executor assumption"; on nil it calls
+  /// `checkIsolated` (whose message names both threads and what to do) when it must trap, and
+  /// answers "not isolated" when it only asks (Swift 6.3.1's `swift_task_isCurrentExecutor`).
   public func isIsolatingCurrentContext() -> Bool? {
-    loop.isCurrent
+    loop.isCurrent ? true : nil
   }
 }
 

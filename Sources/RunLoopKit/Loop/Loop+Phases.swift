@@ -74,6 +74,8 @@ extension Loop {
         counters.blocksRun -= UInt64(kept.count)
       }
     }
+    let held = holdJobsIfInsideJob(&taken)
+    if held > 0 { lock.withLock { counters.blocksRun -= UInt64(held) } }
     guard !taken.isEmpty else {
       drainBuffer = taken
       return

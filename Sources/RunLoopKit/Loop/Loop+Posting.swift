@@ -64,7 +64,7 @@ extension Loop {
 
   /// Queues `queued` and wakes the loop, unless `refusal` (asked under the lock) or the loop's
   /// teardown says no.
-  private func enqueue(
+  func enqueue(
     _ queued: consuming QueuedBlock, refusal: () -> LoopError? = { nil }
   ) throws(LoopError) {
     // Locked by hand rather than with `withLock`: `queued` moves into the queue, and a
@@ -161,14 +161,17 @@ extension Loop {
   /// For a thread about to exit: hands back the blocks still queued so it can run them itself
   /// instead of letting teardown discard them, or, when none are left, refuses every later
   /// `perform`. Call it until it returns nothing: blocks run from one batch may post more.
+  /// (`runAcceptedWorkBeforeExit` does.)
   func takeQueuedBlocksOrClose() -> [QueuedBlock] {
-    lock.withLock {
-      if blocks.isEmpty && deferredBlocks.isEmpty { refusingPosts = true }
+    var held: [QueuedBlock] = []
+    swap(&held, &heldJobs)  // only if the thread exits from inside a job, which is rare
+    return lock.withLock {
+      if held.isEmpty && blocks.isEmpty && deferredBlocks.isEmpty { refusingPosts = true }
       defer {
         blocks = []
         deferredBlocks = []
       }
-      return deferredBlocks + blocks
+      return held + deferredBlocks + blocks
     }
   }
 }

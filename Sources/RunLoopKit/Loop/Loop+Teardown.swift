@@ -1,12 +1,14 @@
 /// The end of a loop (its thread's exit), and the descriptors it owns until then. CF's
 /// counterpart is `__CFFinalizeRunLoop`, which removes the sources of a dying thread's loop;
-/// this one also invalidates every item bound to the loop and refuses later posts.
+/// this one first runs the work the loop accepted (CF frees a dying loop's blocks unrun),
+/// then invalidates every item bound to the loop and refuses later posts.
 extension Loop {
   /// Called on the owning thread as it exits: cancels manual sources, unregisters descriptors,
   /// drops timers and observers, closes every descriptor the loop opened, and invalidates
   /// every item bound to it — in a mode, in `.common`, or in none (removed but kept) — so each
-  /// refuses from now on and releases its closures. Blocks still queued are discarded;
-  /// `perform` throws from now on, so no new block is lost silently.
+  /// refuses from now on and releases its closures. The blocks and executor jobs the loop
+  /// accepted have run by then (`runAcceptedWorkBeforeExit`, which also made `perform`
+  /// throw from then on), so no block is lost without its poster knowing.
   func tearDown() {
     let (callouts, items, retired) = lock.withLock { () -> ([Callout], [any LoopItem], [Any]) in
       tornDown = true

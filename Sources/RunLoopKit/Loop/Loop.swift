@@ -122,7 +122,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var tracerToken: UInt64 = 0
   /// Mirrors `tracer != nil`, so an untraced loop checks it without taking the lock.
   let tracing = Atomic<Bool>(false)
-  /// `Loop.main` only: whether it watches the main dispatch queue, and whether it is serving it.
+  /// `Loop.main` only: whether it watches the main dispatch queue.
   var mainQueue = MainQueueState()
   /// The executor once handed out; dropped at teardown (it holds the loop strongly).
   var executorStorage: LoopExecutor?
@@ -148,6 +148,15 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var spareEpoll: Epoll?
   /// How many rebuilds found no descriptor for the new set (see `rebuildEpollSetLocked`).
   @exclusivity(unchecked) var epollRebuildFailures = 0
+
+  // MARK: The loop's thread only (see Loop+ExecutorJobs.swift)
+
+  /// Executor jobs and main-queue drains under way on the loop's thread, nested runs included.
+  @exclusivity(unchecked) var jobDepth = 0
+  /// Executor jobs a run nested inside a job took from the queue and set aside, in order.
+  @exclusivity(unchecked) var heldJobs: [QueuedBlock] = []
+  /// A run nested inside a job found the main queue with work and left it for later.
+  @exclusivity(unchecked) var mainQueueHeld = false
 
   struct RunFrame {
     let mode: Mode

@@ -17,6 +17,13 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
       // Runs on the exiting thread: the value is the retained loop stored by `current()`.
       guard let value else { return }
       let loop = Unmanaged<Loop>.fromOpaque(value).takeRetainedValue()
+      // Work the loop accepted runs first, with the loop still the thread's current one (the
+      // key's value is cleared before a destructor runs; `Loop.current` in that work would
+      // otherwise make a second loop). Cleared again after, so the destructor is not re-run.
+      let key = LoopRegistry.shared.key
+      pthread_setspecific(key, value)
+      loop.runAcceptedWorkBeforeExit()
+      pthread_setspecific(key, nil)
       LoopRegistry.shared.forget(loop)
       loop.tearDown()
     }

@@ -12,6 +12,9 @@ extension Loop {
       case list([Mode])
       /// Whatever mode the loop runs next (the resident thread's stop block).
       case any
+      /// An executor job: runs in the common modes like `.common`, but never from a run
+      /// nested inside another job (see `Loop.enqueueJob`).
+      case executorJob
 
       init(_ mode: Mode) {
         switch mode.predefined {
@@ -44,12 +47,17 @@ extension Loop {
 
     func applies(to target: Target) -> Bool {
       switch modes {
-      case .common: return target.isCommon
+      case .common, .executorJob: return target.isCommon
       case .defaultMode: return target.isDefault
       case .one(let wanted): return target.matches(wanted)
       case .list(let wanted): return wanted.contains(where: target.matches)
       case .any: return true
       }
+    }
+
+    var isExecutorJob: Bool {
+      if case .executorJob = modes { return true }
+      return false
     }
   }
 }

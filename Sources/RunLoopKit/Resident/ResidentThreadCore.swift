@@ -103,11 +103,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     // Anything accepted before the loop closed still runs (blocks posted straight to the
     // loop, executor jobs of tasks that were in flight); once none are left, posts throw.
     keepAlive.invalidate()
-    while true {
-      let batch = loop.takeQueuedBlocksOrClose()
-      if batch.isEmpty { break }
-      for queued in batch { queued.block() }
-    }
+    loop.runAcceptedWorkBeforeExit()
     lock.withLock {
       state = .exited
       changed.broadcast()

@@ -1,0 +1,88 @@
+/// Executor jobs on a loop, and the one rule they share with the main dispatch queue: a loop
+/// runs one job at a time.
+///
+/// A job is the work of a serial executor served by the loop — `LoopExecutor` (an actor
+/// pinned to the loop, a task preferring it) and, on `Loop.main`, `LoopMainExecutor` (the
+/// main actor) — and a drain of `DispatchQueue.main`. A serial executor must never start a
+/// job while one of its jobs is running, or an actor's state could be changed under code
+/// that holds it (Swift's exclusivity checks abort on exactly that). So while a job runs on
+/// the loop's thread, a run nested inside it (the job calls `run`) sets other jobs aside and
+/// leaves the main queue alone; they run, in the order queued, once the job returns. Plain
+/// `perform` blocks, timers, sources and observers still run in the nested run. CF keeps the
+/// same rule for its main queue: it never serves it from a run nested inside a main-queue
+/// callout.
+///
+/// A job that runs a nested loop must therefore not wait there for another job of the same
+/// loop (a task that resumes on this executor, a main-actor job): that job waits for it.
+extension Loop {
+  /// Queues an executor job (common modes, FIFO with `perform` blocks) and wakes the loop.
+  /// `run` runs the job; the loop counts it as running for as long as it takes.
+  ///
+  /// - Throws: `LoopError.loopTornDown` once the loop's thread has exited (and, when it
+  ///   exited, its final drain has run: see `runAcceptedWorkBeforeExit`).
+  package func enqueueJob(_ run: @escaping () -> Void) throws(LoopError) {
+    // Unowned: a queued block never outlives its loop (run, or released at teardown).
+    try enqueue(QueuedBlock(modes: .executorJob) { [unowned self] in runAsJob(run) })
+  }
+
+  /// Runs `body` as this loop's running job: jobs and main-queue work found by runs nested
+  /// inside it wait until it returns.
+  func runAsJob(_ body: () -> Void) {
+    jobDepth += 1
+    body()
+    jobDepth -= 1
+    if jobDepth == 0 { resumeHeldJobs() }
+  }
+
+  /// For a drain: while a job runs, executor jobs just taken from the queue are set aside
+  /// (in order) instead of run. Returns how many.
+  func holdJobsIfInsideJob(_ taken: inout [QueuedBlock]) -> Int {
+    guard jobDepth > 0, taken.contains(where: \.isExecutorJob) else { return 0 }
+    let jobs = taken.filter(\.isExecutorJob)
+    heldJobs += jobs
+    taken.removeAll(where: \.isExecutorJob)
+    return jobs.count
+  }
+
+  /// For the main-queue source: true (and remembered) when a job is running, so the queue is
+  /// served once that job returns instead of from inside it.
+  func holdMainQueueIfInsideJob() -> Bool {
+    guard jobDepth > 0 else { return false }
+    mainQueueHeld = true
+    return true
+  }
+
+  /// The outermost job returned: jobs set aside go back to the front of the queue (they are
+  /// older than anything posted since), and main-queue work seen meanwhile wakes the loop
+  /// again.
+  private func resumeHeldJobs() {
+    if !heldJobs.isEmpty {
+      var held: [QueuedBlock] = []
+      swap(&held, &heldJobs)
+      let signal = lock.withLock { () -> WakeSignal in
+        blocks.insert(contentsOf: held, at: 0)
+        return requestWakeLocked()
+      }
+      send(signal)
+    }
+    if mainQueueHeld {
+      mainQueueHeld = false
+      // The nested run reset the main queue's eventfd (level-triggered epoll would have
+      // spun); set it again so the next pass serves the queue.
+      try? EventFD.signal(MainQueueHooks.handle)
+    }
+  }
+
+  /// The work a thread's loop accepted and has not run yet, run on that thread as it exits,
+  /// before teardown: blocks posted with `perform` (whatever their mode) and executor jobs, in
+  /// the order queued, including anything they post in turn. Once a pass finds nothing,
+  /// later posts throw and later executor jobs trap, so nothing accepted is ever dropped.
+  /// A `ResidentThread` runs the same drain when it stops.
+  func runAcceptedWorkBeforeExit() {
+    while true {
+      let batch = takeQueuedBlocksOrClose()
+      if batch.isEmpty { return }
+      for queued in batch { queued.block() }
+    }
+  }
+}
