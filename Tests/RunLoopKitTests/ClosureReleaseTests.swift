@@ -154,19 +154,40 @@ extension RunLoopKitTests {
 
     @Test("Two racing invalidate() calls: cancel runs once, and only after the detach")
     func racingInvalidations() throws {
-      let cancels = Box(0)
-      let thread = LoopThread { loop in loop.run(in: "idle", for: .seconds(5)) }
-      let source = ManualSource(cancel: { _, _ in cancels.value += 1 }, perform: {})
+      let cancels = Counter()
+      let thread = LoopThread { loop in loop.run(in: "idle", for: .seconds(30)) }
+      let source = ManualSource(cancel: { _, _ in cancels.increment() }, perform: {})
       try thread.loop.add(source, to: .default)
       try thread.loop.add(ManualSource {}, to: "idle")
       thread.start()
-      // The first call blocks on the loop's lock in its detach while the second one runs.
+      #expect(waitUntil { thread.loop.isWaiting })
+      // The interleaving is forced, with no timing: while the test holds the loop's lock,
+      // whichever helper marks the source invalid first cannot finish (its detach needs the
+      // lock), so a helper that returns is the second call, and it returned while the first
+      // one is still between marking and detaching. Nothing here ever takes the lock twice.
+      let returned = Recorder()
       thread.loop.lock.lock()
-      let first = TestThread { source.invalidate() }
-      usleep(50_000)
-      source.invalidate()
+      let helpers = ["A", "B"].map { name in
+        TestThread {
+          source.invalidate()
+          returned.log(name)
+        }
+      }
+      let secondReturned = waitUntil(seconds: 10) { !returned.all.isEmpty }
+      let returnedWhileHeld = returned.all.count
+      let validWhileHeld = source.isValid
+      let cancelsWhileHeld = cancels.value
       thread.loop.lock.unlock()
-      first.join()
+      for helper in helpers { helper.join() }
+      #expect(secondReturned, "neither invalidate() returned while the loop's lock was held")
+      // Exactly one call got through: the other is the first one, parked before its detach.
+      #expect(returnedWhileHeld == 1)
+      #expect(!validWhileHeld)
+      // The second call neither ran cancel nor dropped it before the first had detached.
+      #expect(cancelsWhileHeld == 0)
+      #expect(returned.all.count == 2)
+      #expect(cancels.value == 1)
+      // The loop was not disturbed: it still sleeps in "idle" and stops when told.
       #expect(waitUntil { thread.loop.isWaiting })
       thread.loop.stop()
       thread.join()
