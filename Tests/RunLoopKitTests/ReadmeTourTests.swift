@@ -10,27 +10,34 @@ extension RunLoopKitTests {
     @Test("Thread-bound state: a non-Sendable connection handed to a descriptor source")
     func tourThreadBoundHandOver() throws {
       let network = try ResidentThread(name: "network")
+      let messages = Recorder()
       let (readEnd, writeEnd) = makePipe()
-      defer {
-        close(readEnd)
-        close(writeEnd)
-      }
+      defer { close(readEnd) }
       // --- README: hand it over ---
       // A connection's state: a plain class, neither Sendable nor locked.
       final class Connection {
         var received: [UInt8] = []
       }
       let connection = Connection()
-      let reader = DescriptorSource(fileDescriptor: readEnd) { source, _ in
+      let reader = DescriptorSource(fileDescriptor: readEnd) { source, events in
         var buffer = [UInt8](repeating: 0, count: 64)
         let count = read(readEnd, &buffer, buffer.count)
         connection.received += buffer.prefix(max(count, 0))  // only ever on the network thread
-        if count <= 0 { source.invalidate() }
+        if events.contains(.hangUp) {  // the peer closed: a Sendable copy of the data may leave
+          messages.log(String(decoding: connection.received, as: UTF8.self))
+          source.invalidate()
+        }
       }
       try network.loop.add(reader, to: .default)
       // --- end ---
       _ = write(writeEnd, "hi", 2)
-      #expect(waitUntil { (try? network.performAndWait { reader.isValid }) == true })
+      // Only the handler reads the pipe: once it is empty, the handler has read the data.
+      #expect(waitUntil { !hasDataToRead(readEnd) })
+      #expect(reader.isValid)
+      close(writeEnd)
+      // Told of the hang-up, the handler passed on what the connection received and let go.
+      #expect(waitUntil { !reader.isValid })
+      #expect(messages.all == ["hi"])
       // --- README: delayed ---
       let retry = try network.perform(after: .seconds(2)) { print("reconnecting") }
       let prevented = retry.cancel()  // true: it will not run; false: it had already started
@@ -63,7 +70,7 @@ extension RunLoopKitTests {
       #expect(all.prefix(3) == ["apple", "apricot", "banana"])
     }
 
-    @Test("1. Keep a thread alive with a port and send it work")
+    @Test("Tour 1: Keep a thread alive with a port and send it work")
     func tourKeepAlive() throws {
       let handled = Recorder()
       // --- README: keep-alive ---
@@ -83,7 +90,7 @@ extension RunLoopKitTests {
       #expect(waitUntil { handled.all == ["find \"apple\"", "quit"] })
     }
 
-    @Test("2. A timer in the common modes keeps firing while the loop tracks")
+    @Test("Tour 2: A timer in the common modes keeps firing while the loop tracks")
     func tourCommonTimer() throws {
       let ticks = try onLoopThread { _ in
         let ticks = Box(0)
@@ -104,7 +111,7 @@ extension RunLoopKitTests {
       #expect(ticks >= 2)
     }
 
-    @Test("3. A descriptor source on a pipe")
+    @Test("Tour 3: A descriptor source on a pipe")
     func tourDescriptorSource() throws {
       let result = try onLoopThread { _ in
         // --- README: descriptor source ---
@@ -131,7 +138,7 @@ extension RunLoopKitTests {
       #expect(result == .handledSource)
     }
 
-    @Test("4. A resident thread: send it work, wait for it, await it, stop it")
+    @Test("Tour 4: A resident thread: send it work, wait for it, await it, stop it")
     func tourResidentThread() async throws {
       // --- README: resident thread ---
       let searcher = try ResidentThread(name: "search")
@@ -147,7 +154,7 @@ extension RunLoopKitTests {
       #expect(throws: LoopError.stopped(thread: "search")) { try searcher.perform {} }
     }
 
-    @Test("5. An actor pinned to a resident thread")
+    @Test("Tour 5: An actor pinned to a resident thread")
     func tourPinnedActor() async throws {
       let thread = try ResidentThread(name: "db")
       let index = SearchIndex(thread: thread)
@@ -158,7 +165,7 @@ extension RunLoopKitTests {
       try thread.join()
     }
 
-    @Test("6. Trace a run and print it as a timeline, or draw it as swim lanes")
+    @Test("Tour 6: Trace a run and print it as a timeline, or draw it as swim lanes")
     func tourTracer() throws {
       let svgPath = FileManager.default.temporaryDirectory.appendingPathComponent(
         "readme-trace-\(getpid()).svg"
@@ -203,3 +210,9 @@ actor SearchIndex {
   func find(_ prefix: String) -> [String] { words.filter { $0.hasPrefix(prefix) } }
 }
 // --- end ---
+
+/// Whether `fd` has data ready to read now (a zero-timeout poll).
+private func hasDataToRead(_ fd: Int32) -> Bool {
+  var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+  return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLIN) != 0
+}
