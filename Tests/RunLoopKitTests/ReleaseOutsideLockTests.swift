@@ -35,28 +35,36 @@ extension RunLoopKitTests {
     }
 
     @Test("A plain thread whose loop holds a source that invalidates another on release exits")
-    func plainThreadExits() {
+    func plainThreadExits() throws {
+      let setUp = Box<(any Error)?>(nil)
       let thread = TestThread {
-        try? ReleaseOutsideLock.addReproduction(to: Loop.current)
+        do { try ReleaseOutsideLock.addReproduction(to: Loop.current) } catch {
+          setUp.value = error
+        }
       }
       #expect(completesWithin(seconds: 5) { thread.join() }, "the exiting thread deadlocked")
+      if let error = setUp.value { throw error }
     }
 
     @Test("Items of a mode that is not common, and of .common, are released after the lock")
-    func everyModeIsReleasedOutsideTheLock() {
+    func everyModeIsReleasedOutsideTheLock() throws {
+      let setUp = Box<(any Error)?>(nil)
       let thread = TestThread {
         let loop = Loop.current
-        try? ReleaseOutsideLock.addReproduction(to: loop, mode: "tracking")
-        try? ReleaseOutsideLock.addReproduction(to: loop, mode: .common)
-        let callsBack = PerformsOnDeinit(loop)
-        try? loop.add(
-          LoopTimer(after: .seconds(3600)) { _ in withExtendedLifetime(callsBack) {} },
-          to: "other")
-        try? loop.add(
-          LoopObserver(activities: .entry) { _, _ in withExtendedLifetime(callsBack) {} },
-          to: "other")
+        do {
+          try ReleaseOutsideLock.addReproduction(to: loop, mode: "tracking")
+          try ReleaseOutsideLock.addReproduction(to: loop, mode: .common)
+          let callsBack = PerformsOnDeinit(loop)
+          try loop.add(
+            LoopTimer(after: .seconds(3600)) { _ in withExtendedLifetime(callsBack) {} },
+            to: "other")
+          try loop.add(
+            LoopObserver(activities: .entry) { _, _ in withExtendedLifetime(callsBack) {} },
+            to: "other")
+        } catch { setUp.value = error }
       }
       #expect(completesWithin(seconds: 5) { thread.join() }, "the exiting thread deadlocked")
+      if let error = setUp.value { throw error }
     }
 
     @Test("A resident thread with the same items stops and joins within 5 s")
@@ -68,23 +76,32 @@ extension RunLoopKitTests {
     }
 
     @Test("Invalidating an item whose closure holds the last reference to such an object")
-    func invalidateReleases() {
-      let otherValid = Box<Bool?>(nil)
+    func invalidateReleases() throws {
+      let setUp = Box<(any Error)?>(nil)
+      let otherValid = Box<[Bool]>([])
       let thread = TestThread {
         let loop = Loop.current
         let other = ManualSource {}
-        try? loop.add(other, to: .default)
         // The source's closure holds the only references to both objects.
         let source = ManualSource {
           [holder = InvalidatesOnDeinit(other), callsBack = PerformsOnDeinit(loop)] in
           withExtendedLifetime((holder, callsBack)) {}
         }
-        try? loop.add(source, to: "x")
+        do {
+          try loop.add(other, to: .default)
+          try loop.add(source, to: "x")
+        } catch {
+          setUp.value = error
+          return
+        }
+        otherValid.value.append(other.isValid)
         source.invalidate()
-        otherValid.value = other.isValid
+        otherValid.value.append(other.isValid)
       }
       #expect(completesWithin(seconds: 5) { thread.join() }, "invalidate() deadlocked")
-      #expect(otherValid.value == false, "releasing the closure did not run the deinit")
+      if let error = setUp.value { throw error }
+      // Valid until the source let go of its closure, whose release ran the deinit.
+      #expect(otherValid.value == [true, false], "releasing the closure did not run the deinit")
     }
   }
 }
