@@ -192,22 +192,43 @@ extension RunLoopKitTests {
     )
     func test_54_dropStopsAndJoins() throws {
       let fdsBefore = openDescriptorCount()
+      // A never-signalled source on the thread's loop gets its cancel callback when the loop
+      // is torn down, on the resident thread, just before the thread ends: what came first,
+      // that teardown or the drop returning, tells joining from detaching.
+      let order = Recorder()
+      func markTeardown(_ thread: ResidentThread) throws {
+        try thread.loop.add(
+          ManualSource(cancel: { _, _ in order.log("torn down") }, perform: {}), to: .default)
+      }
+
+      // Dropped on another thread: the drop returns only once the thread has been joined, so
+      // its teardown already happened and its descriptors are already closed, with no wait.
       var tid: pid_t = 0
       do {
         let thread = try ResidentThread(name: "dropped")
         tid = thread.threadID
+        try markTeardown(thread)
         #expect(threadExists(tid))
       }
+      order.log("drop returned")
+      #expect(order.all == ["torn down", "drop returned"])
+      #expect(openDescriptorCount() == fdsBefore)
       // pthread_join returns when the kernel clears the thread id; /proc may list the
       // task for a moment longer while it is reaped.
       #expect(waitUntil(seconds: 2) { !threadExists(tid) })
-      #expect(openDescriptorCount() == fdsBefore)
 
-      // The last reference goes away on the thread itself: it detaches and still exits.
+      // Dropped on the thread itself: nobody can join it there, so it detaches; the drop
+      // returns at once, and the thread tears down and exits later, on its own.
+      order.clear()
       let holder = Box<ResidentThread?>(try ResidentThread(name: "self-drop"))
       let selfTID = holder.value!.threadID
-      try holder.value!.perform { holder.value = nil }
+      try markTeardown(holder.value!)
+      try holder.value!.perform {
+        holder.value = nil
+        order.log("drop returned")
+      }
       #expect(waitUntil { !threadExists(selfTID) })
+      #expect(order.all == ["drop returned", "torn down"])
       #expect(waitUntil { openDescriptorCount() == fdsBefore })
     }
 
