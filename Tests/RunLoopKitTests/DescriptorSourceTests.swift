@@ -130,12 +130,24 @@ extension RunLoopKitTests {
       try onLoopThread { loop in
         // Create the mode (and its epoll fd) and the loop's spare epoll set (made with its
         // first descriptor source) first, so the closed number is not reused by either.
-        try loop.add(ManualSource {}, to: .default)
+        let keeper = ManualSource {}
+        try loop.add(keeper, to: .default)
         try withPipe { live in
           let source = DescriptorSource(fileDescriptor: live.read) { _, _ in }
           try loop.add(source, to: .default)
           source.invalidate()
         }
+        // The default mode now exists and holds nothing, so a zero-length run of it finishes
+        // at once; a source left half-registered in it would make that run time out instead.
+        loop.remove(keeper, from: .default)
+        #expect(loop.run(for: .zero) == .finished)
+        // After a refused add, the source is in no mode and default holds nothing.
+        func leftNothing(_ source: DescriptorSource, _ comment: Comment) {
+          #expect(!loop.contains(source, in: .default), comment)
+          #expect(!loop.contains(source, in: .common), comment)
+          #expect(loop.run(for: .zero) == .finished, comment)
+        }
+
         let pipe = makePipe()
         close(pipe.read)
         close(pipe.write)
@@ -146,13 +158,26 @@ extension RunLoopKitTests {
         ) {
           try loop.add(closed, to: .default)
         }
-        #expect(throws: LoopError.self) {
-          try loop.add(DescriptorSource(fileDescriptor: -1) { _, _ in }, to: .default)
+        leftNothing(closed, "a closed fd")
+
+        let negative = DescriptorSource(fileDescriptor: -1) { _, _ in }
+        do throws(LoopError) {
+          try loop.add(negative, to: .default)
+          Issue.record("fd -1 was accepted")
+        } catch {
+          #expect(
+            error
+              == .system(SystemError(operation: "epoll_ctl(ADD)", subject: "fd -1", errno: EBADF)))
+          #expect(error.description.contains("fd -1"))
+          #expect(error.description.contains("EBADF"))
         }
+        leftNothing(negative, "fd -1")
+
         let file = open("/proc/self/status", O_RDONLY)
         defer { close(file) }
+        let regular = DescriptorSource(fileDescriptor: file) { _, _ in }
         do throws(LoopError) {
-          try loop.add(DescriptorSource(fileDescriptor: file) { _, _ in }, to: .default)
+          try loop.add(regular, to: .default)
           Issue.record("a regular file was accepted")
         } catch {
           #expect(
@@ -163,6 +188,7 @@ extension RunLoopKitTests {
           #expect(error.description.contains("EPERM"))
           #expect(error.description.contains("regular files and directories cannot be polled"))
         }
+        leftNothing(regular, "a regular file")
 
         // All or nothing across the common modes: X already holds this fd, so joining X
         // fails after default succeeded, and default must be left again.
@@ -175,8 +201,7 @@ extension RunLoopKitTests {
         try loop.add(DescriptorSource(fileDescriptor: live.read) { _, _ in }, to: "X")
         let twice = DescriptorSource(fileDescriptor: live.read) { _, _ in }
         #expect(throws: LoopError.self) { try loop.add(twice, to: .common) }
-        #expect(!loop.contains(twice, in: .default))
-        #expect(!loop.contains(twice, in: .common))
+        leftNothing(twice, "an fd X already watches, added to .common")
         // default's epoll set does not hold the fd, so another source can register it there.
         try loop.add(DescriptorSource(fileDescriptor: live.read) { _, _ in }, to: .default)
       }
