@@ -43,11 +43,23 @@ extension RunLoopKitTests {
 
     @Test("A port added and then dropped by its owner keeps the thread's loop alive until removed")
     func test_portKeepsLoopAlive() throws {
-      let result = try onLoopThread { loop in
-        try loop.add(LoopPort<Never> { _ in }, to: .default)
-        return loop.run(for: .milliseconds(50))
+      let results = try onLoopThread { loop -> [Loop.RunResult] in
+        var port: LoopPort<Never>? = try LoopPort<Never> { _ in }
+        weak let handle = port
+        // Its registration (internal): the owner's handle is gone below, and removing the
+        // port is removing this source.
+        let registration = port!.source
+        try loop.add(port!, to: .default)
+        port = nil
+        #expect(handle == nil, "the owner's handle was not dropped")
+        let alive = loop.run(for: .milliseconds(50))
+        #expect(loop.contains(registration, in: .default))
+        loop.remove(registration, from: .default)
+        // Nothing is left: the run ends at once instead of running out its time.
+        let removed = loop.run(for: .seconds(10))
+        return [alive, removed]
       }
-      #expect(result == .timedOut)
+      #expect(results == [.timedOut, .finished])
     }
   }
 
