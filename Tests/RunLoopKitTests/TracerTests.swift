@@ -156,18 +156,47 @@ extension RunLoopKitTests {
       thread.start()
       let tracer = LoopTracer()
       let done = Box(false)
+      let detacherStarted = Gate()
       let detacher = TestThread {
+        detacherStarted.open()
         while !done.value { tracer.detach() }
       }
-      for _ in 0..<20_000 { try? tracer.attach(to: loop) }
+      #expect(detacherStarted.wait())
+      // Every attach must succeed: detached, the loop takes the tracer again; attached, to
+      // the same loop, attaching is harmless. A refusal means a half-done attach or detach.
+      var refused: [String] = []
+      for _ in 0..<20_000 {
+        do throws(LoopError) { try tracer.attach(to: loop) } catch { refused.append("\(error)") }
+      }
       done.value = true
       detacher.join()
+      #expect(refused.isEmpty, "\(refused.count) attaches refused, first: \(refused.first ?? "")")
       tracer.detach()
-      // Fully detached: another tracer may follow the loop, and this one another loop.
+
+      // Fully detached: it records nothing more, even while the loop keeps working.
+      tracer.clear()
+      let ran = Gate()
+      try loop.perform { ran.open() }
+      #expect(ran.wait())
+      #expect(tracer.events.isEmpty)
+      // The loop is free for another tracer, which sees the loop's work…
       let other = LoopTracer()
       try other.attach(to: loop)
+      let ranTraced = Gate()
+      try loop.perform { ranTraced.open() }
+      #expect(ranTraced.wait())
+      #expect(waitUntil { other.events.contains { $0.kind == .blocks(count: 1) } })
       other.detach()
-      try onLoopThread { elsewhere in try tracer.attach(to: elsewhere) }
+      #expect(tracer.events.isEmpty)
+      // …and the first tracer is free to follow another loop, and records there.
+      let elsewhere = try onLoopThread { elsewhere -> [Kind] in
+        try tracer.attach(to: elsewhere)
+        try elsewhere.perform {}
+        elsewhere.run(for: .zero)
+        tracer.detach()
+        return tracer.events.map(\.kind)
+      }
+      #expect(elsewhere.contains(.blocks(count: 1)))
       try loop.perform { Loop.current.stop() }
       thread.join()
     }
