@@ -43,7 +43,9 @@ extension RunLoopKitTests {
 
     @Test("A port added and then dropped by its owner keeps the thread's loop alive until removed")
     func test_portKeepsLoopAlive() throws {
-      let results = try onLoopThread { loop -> [Loop.RunResult] in
+      // Checked here, not on the loop's thread, so a failure is reported under this test.
+      let seen = try onLoopThread {
+        loop -> (handleGone: Bool, runs: [Loop.RunResult], wasIn: Bool) in
         var port: LoopPort<Never>? = try LoopPort<Never> { _ in }
         weak let handle = port
         // Its registration (internal): the owner's handle is gone below, and removing the
@@ -51,15 +53,16 @@ extension RunLoopKitTests {
         let registration = port!.source
         try loop.add(port!, to: .default)
         port = nil
-        #expect(handle == nil, "the owner's handle was not dropped")
         let alive = loop.run(for: .milliseconds(50))
-        #expect(loop.contains(registration, in: .default))
+        let wasIn = loop.contains(registration, in: .default)
         loop.remove(registration, from: .default)
         // Nothing is left: the run ends at once instead of running out its time.
         let removed = loop.run(for: .seconds(10))
-        return [alive, removed]
+        return (handle == nil, [alive, removed], wasIn)
       }
-      #expect(results == [.timedOut, .finished])
+      #expect(seen.handleGone, "the owner's handle was not dropped")
+      #expect(seen.wasIn)
+      #expect(seen.runs == [.timedOut, .finished])
     }
   }
 
