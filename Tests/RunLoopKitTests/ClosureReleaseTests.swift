@@ -213,7 +213,7 @@ extension RunLoopKitTests {
         try loop.add(port, to: "other")
         try loop.add(timer, to: .default)
         try loop.add(observer, to: .default)
-        // A block queued for a mode that never runs is discarded with the loop.
+        // A block queued for a mode that never runs runs as the thread exits, then goes.
         try loop.perform(in: "never", canaries.capture())
         return (source, descriptor, port, timer, observer)
       }
