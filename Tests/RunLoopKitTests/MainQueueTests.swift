@@ -22,7 +22,8 @@ final class MainQueueTests: XCTestCase {
     }
     Task { @MainActor in recorder.log("actor \(onMainThread())") }
     let poster = TestThread {
-      usleep(50_000)
+      // During the run: once the main loop sleeps (every earlier block and job has run).
+      waitUntil(seconds: 10) { Loop.main.isWaiting }
       DispatchQueue.main.async { recorder.log("late block \(onMainThread())") }
       Task {
         await MainActor.run { recorder.log("hop \(onMainThread())") }
@@ -36,6 +37,20 @@ final class MainQueueTests: XCTestCase {
       recorder.all,
       (0..<5).map { "block \($0) true" } + ["actor true", "late block true", "hop true"])
     XCTAssertGreaterThan(Loop.main.metrics.wakes.mainQueue, 0)
+  }
+
+  /// 57. Any common mode, not only the default one: a mode added to the common set serves
+  /// main-queue blocks and main-actor jobs too.
+  func test_57_anyCommonModeServesTheMainQueue() throws {
+    try Loop.main.addCommonMode("modal sheet")
+    let recorder = Recorder()
+    DispatchQueue.main.async { recorder.log("block in \(mainLoopMode()) \(onMainThread())") }
+    Task { @MainActor in
+      recorder.log("actor in \(mainLoopMode()) \(onMainThread())")
+      DispatchQueue.main.async { Loop.main.stop() }
+    }
+    XCTAssertEqual(Loop.main.run(in: "modal sheet", for: .seconds(10)), .stopped)
+    XCTAssertEqual(recorder.all, ["block in modal sheet true", "actor in modal sheet true"])
   }
 
   /// 57. 10 000 main-actor hops from 4 threads each run exactly once, on the main thread.
@@ -157,6 +172,8 @@ final class MainQueueTests: XCTestCase {
 }
 
 func onMainThread() -> Bool { crl_is_main_thread() != 0 }
+
+func mainLoopMode() -> String { Loop.main.currentMode?.name ?? "no mode" }
 
 @MainActor var readmeFrames = 0
 @MainActor var readmeOutput = ""
