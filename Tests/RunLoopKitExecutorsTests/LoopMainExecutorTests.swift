@@ -73,7 +73,7 @@ final class LoopMainExecutorTests: XCTestCase {
     try LoopMainExecutor.shared.runUntil { result.value != nil }
     // runUntil may have seen the value before that stop ran: consume it here, or it would end
     // whichever Loop.main run comes next (another test's).
-    stopQueued.wait()
+    XCTAssertEqual(stopQueued.wait(timeout: .now() + 10), .success, "the stop was never queued")
     drainMainLoop()
     return result.value!
   }

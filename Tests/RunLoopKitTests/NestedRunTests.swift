@@ -15,16 +15,20 @@ extension RunLoopKitTests {
         try loop.add(ManualSource {}, to: "modal")
         let ranAfter = Box<Duration?>(nil)
         try loop.perform(in: [.default]) {
+          // The post lands while the nested run sleeps in "modal" (seen, not assumed), and the
+          // poster then ends that run: the block is for the outer run's mode only.
           let poster = TestThread {
-            usleep(20_000)
+            let asleep = waitUntil(seconds: 10) { loop.isWaiting && loop.currentMode == "modal" }
             let posted = LoopClock.Instant.now
             try? loop.perform(in: [.default]) {
-              ranAfter.value = posted.duration(to: .now)
+              ranAfter.value = asleep ? posted.duration(to: .now) : nil
               loop.stop()
             }
+            loop.stop()
           }
-          loop.run(in: "modal", for: .milliseconds(100))
+          let nested = loop.run(in: "modal", for: .seconds(10))
           poster.join()
+          if nested != .stopped { ranAfter.value = nil }
         }
         loop.run(for: .seconds(10))
         return ranAfter.value

@@ -10,8 +10,8 @@ extension RunLoopKitTests {
     func test_postingToBusyLoopIsFree() throws {
       let ran = Box(0)
       let passes = Box(0)
-      let release = DispatchSemaphore(value: 0)
-      let entered = DispatchSemaphore(value: 0)
+      let release = Gate()  // bounded waits: a wrong interleaving fails, never hangs
+      let entered = Gate()
       let thread = LoopThread { loop in
         loop.run(for: .seconds(10))
       }
@@ -20,7 +20,7 @@ extension RunLoopKitTests {
       try loop.add(
         LoopObserver(activities: .beforeSources) { _, _ in passes.value += 1 }, to: .default)
       try loop.perform {
-        entered.signal()
+        entered.open()
         release.wait()  // keep the loop busy while the test posts
       }
       thread.start()
@@ -29,7 +29,7 @@ extension RunLoopKitTests {
       let passesBefore = passes.value
       for _ in 0..<10_000 { try loop.perform { ran.value += 1 } }
       let writesWhileBusy = loop.lock.withLock { loop.wakeWrites } - writesBefore
-      release.signal()
+      release.open()
       #expect(waitUntil { ran.value == 10_000 })
       try loop.perform { loop.stop() }
       thread.join()

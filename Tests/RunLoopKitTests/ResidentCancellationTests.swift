@@ -13,17 +13,17 @@ extension RunLoopKitTests {
       let thread = try ResidentThread(name: "cancel")
       let ran = Box(0)
       // Hold the thread, so the run's block waits in the queue while the task is cancelled.
-      let busy = DispatchSemaphore(value: 0)
-      let gate = DispatchSemaphore(value: 0)
+      let busy = Gate()  // bounded waits: a wrong interleaving fails, never hangs
+      let gate = Gate()
       try thread.perform {
-        busy.signal()
+        busy.open()
         gate.wait()
       }
       busy.wait()
       let queued = Task { try await thread.run { ran.value += 1 } }
       try await Task.sleep(for: .milliseconds(50))
       queued.cancel()
-      gate.signal()
+      gate.open()
       await #expect(throws: CancellationError.self) { try await queued.value }
       // Already cancelled when it calls run: nothing is even queued.
       let early = Task {

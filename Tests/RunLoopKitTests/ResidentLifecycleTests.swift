@@ -66,9 +66,9 @@ extension RunLoopKitTests {
       let thread = try ResidentThread(name: "modal")
       let nestedResult = Box<Loop.RunResult?>(nil)
       try thread.loop.add(ManualSource {}, to: "modal")
-      let entered = DispatchSemaphore(value: 0)
+      let entered = Gate()  // bounded waits: a wrong interleaving fails, never hangs
       try thread.perform {
-        entered.signal()
+        entered.open()
         nestedResult.value = thread.loop.run(in: "modal", for: .seconds(30))
       }
       entered.wait()
@@ -84,11 +84,11 @@ extension RunLoopKitTests {
       "A task started on the executor after stop() but before the thread exits still runs there")
     func executorJobDuringStop() async throws {
       let thread = try ResidentThread(name: "draining")
-      let release = DispatchSemaphore(value: 0)
+      let release = Gate()
       try thread.perform { release.wait() }  // keep the thread busy while we stop it
       thread.stop()
       let task = Task(executorPreference: thread.executor) { crl_gettid() }
-      release.signal()
+      release.open()
       let tid = await task.value
       #expect(tid == thread.threadID)
       try thread.join()

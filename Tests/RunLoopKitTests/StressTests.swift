@@ -96,14 +96,14 @@ extension RunLoopKitTests {
       "stop() racing with posts over 10 000 rounds: every post runs or its poster gets an error")
     func stopRacesPosts() throws {
       let rounds = 10_000
-      let go = DispatchSemaphore(value: 0)
-      let done = DispatchSemaphore(value: 0)
+      let go = Gate()  // bounded waits: a wrong interleaving fails, never hangs
+      let done = Gate()
       let current = Box<ResidentThread?>(nil)
       let stopper = TestThread {
         for _ in 0..<rounds {
           go.wait()
           current.value?.stop()
-          done.signal()
+          done.open()
         }
       }
       var mismatches = 0
@@ -112,7 +112,7 @@ extension RunLoopKitTests {
         current.value = thread
         let ran = Atomic<Int>(0)
         var accepted = 0
-        go.signal()
+        go.open()
         for _ in 0..<20 {
           do throws(LoopError) {
             try thread.perform { @Sendable in ran.add(1, ordering: .relaxed) }
@@ -268,7 +268,7 @@ extension RunLoopKitTests {
       let fired = Box<LoopClock.Instant?>(nil)
       let timer = try LoopTimer(fireAt: .distantFuture) { _ in fired.value = .now }
       try thread.loop.add(timer, to: .default)
-      usleep(20_000)
+      #expect(waitUntil { thread.loop.isWaiting })
       #expect(fired.value == nil)
       let target = LoopClock.Instant.now.advanced(by: .milliseconds(20))
       timer.fireDate = target  // from this thread, while the loop sleeps: it must re-arm

@@ -153,12 +153,12 @@ extension RunLoopKitTests {
 
     @Test("61. Task.sleep on a plain thread's loop (not a resident thread) uses that loop's timer")
     func plainThreadLoop() async throws {
-      let started = DispatchSemaphore(value: 0)
+      let started = Gate()  // bounded waits: a wrong interleaving fails, never hangs
       let box = LoopBox()
       let thread = Thread {
         box.loop = Loop.current
         _ = box.loop!.executor  // from here on the loop stays alive for its jobs
-        started.signal()
+        started.open()
         Loop.current.run()
       }
       thread.start()
