@@ -183,8 +183,19 @@ extension RunLoopKitTests {
   @Suite("Metrics") struct Metrics {
     @Test("Metrics count passes, wakes by cause, time asleep, blocks, sources and timers")
     func metricsCountWhatHappened() throws {
+      // Two runs: the first sees one wake of each kind and is stopped once the last has been
+      // seen (no deadline to race); the second, idle, times out.
+      let timedRun = Duration.milliseconds(200)
+      let runs = Box<[Loop.RunResult]>([])
+      let timedLength = Box(Duration.zero)
+      let outside = Box(Duration.zero)
       let thread = LoopThread { loop in
-        _ = loop.run(for: .milliseconds(1500))
+        let start = LoopClock.Instant.now
+        runs.value.append(loop.run(for: .seconds(60)))
+        let timedStart = LoopClock.Instant.now
+        runs.value.append(loop.run(for: timedRun))
+        timedLength.value = timedStart.duration(to: .now)
+        outside.value = start.duration(to: .now)
       }
       let loop = thread.loop
       let port = try LoopPort<Int> { _ in }
@@ -211,16 +222,27 @@ extension RunLoopKitTests {
       #expect(waitUntil { loop.metrics.wakes.wakeUp == 2 && loop.isWaiting })
       try loop.add(
         LoopTimer(after: .milliseconds(10)) { _ in timerFired.value = true }, to: .default)
-      #expect(waitUntil { loop.metrics.wakes.timer == 1 && timerFired.value })
-      thread.join()  // the run then times out at 1.5 s
+      #expect(waitUntil { loop.metrics.wakes.timer == 1 && timerFired.value && loop.isWaiting })
+      #expect(loop.metrics.wakes.timeout == 0)
+      loop.stop()  // a third wake-up; then the timed run times out
+      thread.join()
       let metrics = loop.metrics
+      #expect(runs.value == [.stopped, .timedOut])
       #expect(metrics.wakes.timeout == 1)
+      #expect(metrics.wakes.wakeUp == 3)
+      #expect(metrics.wakes.port == 1 && metrics.wakes.descriptor == 1)
+      #expect(metrics.wakes.timer == 1)
       #expect(metrics.blocksRun == 1)
       #expect(metrics.sourcesHandled == 3)  // the port, the pipe and the manual source
       #expect(metrics.timersFired == 1)
-      #expect(metrics.passes >= 6)
-      #expect(metrics.timeRunning >= .milliseconds(1500))
-      #expect(metrics.timeAsleep > .milliseconds(750) && metrics.timeAsleep <= metrics.timeRunning)
+      #expect(metrics.passes >= 7)
+      // The idle run alone lasted its full length; time counted inside runs is never more
+      // than the time measured around them.
+      #expect(timedLength.value >= timedRun)
+      #expect(metrics.timeRunning >= timedRun)
+      #expect(metrics.timeRunning <= outside.value)
+      // The idle run is at least half asleep, as the original 1.5 s run was.
+      #expect(metrics.timeAsleep > timedRun / 2 && metrics.timeAsleep <= metrics.timeRunning)
       #expect(metrics.timeBusy >= .zero)
     }
   }
