@@ -144,7 +144,7 @@ extension RunLoopKitTests {
           "RunLoopKit: code isolated to this loop's executor (an actor pinned to it) must run on "
             + "the loop of thread "), "\(message)")
       #expect(message.contains(", but ran on thread "))
-      #expect(message.contains("loop.perform"))
+      #expect(message.contains("Call the actor with await"))
       #expect(!message.contains("Incorrect actor executor assumption"))
     }
 

@@ -62,7 +62,14 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// `isIsolatingCurrentContext` cannot tell (off the loop's thread, see there) and the check
   /// must trap: `assumeIsolated`, `preconditionIsolated`.
   public func checkIsolated() {
-    loop.preconditionIsCurrent("code isolated to this loop's executor (an actor pinned to it)")
+    guard !loop.isCurrent else { return }
+    fatalError(
+      """
+      RunLoopKit: code isolated to this loop's executor (an actor pinned to it) must run on the \
+      loop of \(loop.threadDescription), but ran on \(ThreadName.current). Call the actor with \
+      await from here (its executor hops to that thread), or assume its isolation only in that \
+      loop's own callbacks.
+      """)
   }
 
   /// True on the loop's thread; nil elsewhere rather than false. On false the runtime traps in
