@@ -15,6 +15,16 @@
 /// A job that runs a nested loop must therefore not wait there for another job of the same
 /// loop (a task that resumes on this executor, a main-actor job): that job waits for it.
 extension Loop {
+  /// What `runAsJob` keeps, on the loop's thread only.
+  struct JobState {
+    /// Executor jobs and main-queue drains under way, nested runs included.
+    var depth = 0
+    /// Executor jobs a run nested inside a job took from the queue and set aside, in order.
+    var held: [QueuedBlock] = []
+    /// A run nested inside a job found the main queue with work and left it for later.
+    var mainQueueHeld = false
+  }
+
   /// Queues an executor job (common modes, FIFO with `perform` blocks) and wakes the loop.
   /// `run` runs the job; the loop counts it as running for as long as it takes.
   ///
@@ -28,27 +38,27 @@ extension Loop {
   /// Runs `body` as this loop's running job: jobs and main-queue work found by runs nested
   /// inside it wait until it returns.
   func runAsJob(_ body: () -> Void) {
-    jobDepth += 1
+    jobs.depth += 1
     body()
-    jobDepth -= 1
-    if jobDepth == 0 { resumeHeldJobs() }
+    jobs.depth -= 1
+    if jobs.depth == 0 { resumeHeldJobs() }
   }
 
   /// For a drain: while a job runs, executor jobs just taken from the queue are set aside
   /// (in order) instead of run. Returns how many.
   func holdJobsIfInsideJob(_ taken: inout [QueuedBlock]) -> Int {
-    guard jobDepth > 0, taken.contains(where: \.isExecutorJob) else { return 0 }
-    let jobs = taken.filter(\.isExecutorJob)
-    heldJobs += jobs
+    guard jobs.depth > 0, taken.contains(where: \.isExecutorJob) else { return 0 }
+    let set = taken.filter(\.isExecutorJob)
+    jobs.held += set
     taken.removeAll(where: \.isExecutorJob)
-    return jobs.count
+    return set.count
   }
 
   /// For the main-queue source: true (and remembered) when a job is running, so the queue is
   /// served once that job returns instead of from inside it.
   func holdMainQueueIfInsideJob() -> Bool {
-    guard jobDepth > 0 else { return false }
-    mainQueueHeld = true
+    guard jobs.depth > 0 else { return false }
+    jobs.mainQueueHeld = true
     return true
   }
 
@@ -56,17 +66,17 @@ extension Loop {
   /// older than anything posted since), and main-queue work seen meanwhile wakes the loop
   /// again.
   private func resumeHeldJobs() {
-    if !heldJobs.isEmpty {
+    if !jobs.held.isEmpty {
       var held: [QueuedBlock] = []
-      swap(&held, &heldJobs)
+      swap(&held, &jobs.held)
       let signal = lock.withLock { () -> WakeSignal in
         blocks.insert(contentsOf: held, at: 0)
         return requestWakeLocked()
       }
       send(signal)
     }
-    if mainQueueHeld {
-      mainQueueHeld = false
+    if jobs.mainQueueHeld {
+      jobs.mainQueueHeld = false
       // The nested run reset the main queue's eventfd (level-triggered epoll would have
       // spun); set it again so the next pass serves the queue.
       try? EventFD.signal(MainQueueHooks.handle)

@@ -63,13 +63,10 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// must trap: `assumeIsolated`, `preconditionIsolated`.
   public func checkIsolated() {
     guard !loop.isCurrent else { return }
-    fatalError(
-      """
-      RunLoopKit: code isolated to this loop's executor (an actor pinned to it) must run on the \
-      loop of \(loop.threadDescription), but ran on \(ThreadName.current). Call the actor with \
-      await from here (its executor hops to that thread), or assume its isolation only in that \
-      loop's own callbacks.
-      """)
+    loop.trapOffThread(
+      "code isolated to this loop's executor (an actor pinned to it)",
+      advice: "Call the actor with await from here (its executor hops to that thread), or "
+        + "assume its isolation only in that loop's own callbacks.")
   }
 
   /// True on the loop's thread; nil elsewhere rather than false. On false the runtime traps in

@@ -164,7 +164,7 @@ extension Loop {
   /// (`runAcceptedWorkBeforeExit` does.)
   func takeQueuedBlocksOrClose() -> [QueuedBlock] {
     var held: [QueuedBlock] = []
-    swap(&held, &heldJobs)  // only if the thread exits from inside a job, which is rare
+    swap(&held, &jobs.held)  // only if the thread exits from inside a job, which is rare
     return lock.withLock {
       if held.isEmpty && blocks.isEmpty && deferredBlocks.isEmpty { refusingPosts = true }
       defer {

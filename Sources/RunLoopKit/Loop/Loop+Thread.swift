@@ -21,14 +21,22 @@ extension Loop {
     file: StaticString = #fileID, line: UInt = #line
   ) {
     guard !isCurrent else { return }
-    // fatalError, not preconditionFailure: this check guards thread-confined state, so it
+    trapOffThread(
+      what(),
+      advice: "Hand the work to that thread with loop.perform { … } (or ResidentThread.run { … } "
+        + "from async code).", file: file, line: line)
+  }
+
+  /// The trap of every "must run on this loop's thread" check: names both threads, then says
+  /// what to do instead.
+  func trapOffThread(
+    _ what: String, advice: String, file: StaticString = #fileID, line: UInt = #line
+  ) -> Never {
+    // fatalError, not preconditionFailure: these checks guard thread-confined state, so they
     // must hold in -Ounchecked builds too.
     fatalError(
-      """
-      RunLoopKit: \(what()) must run on the loop of \(threadDescription), but ran on \
-      \(ThreadName.current). Hand the work to that thread with loop.perform { … } (or \
-      ResidentThread.run { … } from async code).
-      """, file: file, line: line)
+      "RunLoopKit: \(what) must run on the loop of \(threadDescription), but ran on "
+        + "\(ThreadName.current). \(advice)", file: file, line: line)
   }
 
   /// "thread 20665 \"network\"": the owner's kernel id and, when it has one, its name (a

@@ -148,15 +148,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var spareEpoll: Epoll?
   /// How many rebuilds found no descriptor for the new set (see `rebuildEpollSetLocked`).
   @exclusivity(unchecked) var epollRebuildFailures = 0
-
-  // MARK: The loop's thread only (see Loop+ExecutorJobs.swift)
-
-  /// Executor jobs and main-queue drains under way on the loop's thread, nested runs included.
-  @exclusivity(unchecked) var jobDepth = 0
-  /// Executor jobs a run nested inside a job took from the queue and set aside, in order.
-  @exclusivity(unchecked) var heldJobs: [QueuedBlock] = []
-  /// A run nested inside a job found the main queue with work and left it for later.
-  @exclusivity(unchecked) var mainQueueHeld = false
+  /// The job running on the loop's thread and the work held back meanwhile (see
+  /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
+  @exclusivity(unchecked) var jobs = JobState()
 
   struct RunFrame {
     let mode: Mode
