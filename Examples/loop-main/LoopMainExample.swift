@@ -18,7 +18,7 @@ struct LoopMainExample {
     LoopExecutorFactory.requireInstalled()
     report("main task")
     if CommandLine.arguments.contains("--nested-run") { return await nestedRunInMainActorJob() }
-    if CommandLine.arguments.contains("--stray-stop") { return try await strayStops() }
+    if CommandLine.arguments.contains("--stray-stop") { return await strayStops() }
     if CommandLine.arguments.contains("--throw") { throw ExampleError(code: 3) }
 
     // @MainActor code: the main actor is Loop.main's executor.
@@ -112,9 +112,7 @@ extension LoopMainExample {
       report("first main-actor job ends, counter \(counter)")
     }
     // Both waiting pieces of work ran before this, which is queued behind them.
-    await withCheckedContinuation { continuation in
-      DispatchQueue.main.async { continuation.resume() }
-    }
+    await afterMainQueue()
     await MainActor.run { report("main returns, counter \(counter)") }
   }
 
@@ -134,18 +132,25 @@ extension LoopMainExample {
 
   /// `Loop.main.stop()` from a main-queue block and from a main-actor job end one run of the
   /// loop each; the program goes on until `main` returns.
-  static func strayStops() async throws {
+  static func strayStops() async {
     DispatchQueue.main.async {
       report("Loop.main.stop() from DispatchQueue.main")
       Loop.main.stop()
     }
-    try await Task.sleep(for: .milliseconds(20))
+    await afterMainQueue()  // after that block, which is ahead in the main queue
     await MainActor.run {
       report("Loop.main.stop() from a main-actor job")
       Loop.main.stop()
     }
-    try await Task.sleep(for: .milliseconds(20))
+    await afterMainQueue()  // the loop turned again after that stop
     await MainActor.run { report("main returns") }
+  }
+
+  /// Returns once a main-queue block posted now has run: after every block posted before it.
+  static func afterMainQueue() async {
+    await withCheckedContinuation { continuation in
+      DispatchQueue.main.async { continuation.resume() }
+    }
   }
 }
 

@@ -160,35 +160,34 @@ extension RunLoopKitTests {
         }
         leftNothing(closed, "a closed fd")
 
-        let negative = DescriptorSource(fileDescriptor: -1) { _, _ in }
-        do throws(LoopError) {
-          try loop.add(negative, to: .default)
-          Issue.record("fd -1 was accepted")
-        } catch {
-          #expect(
-            error
-              == .system(SystemError(operation: "epoll_ctl(ADD)", subject: "fd -1", errno: EBADF)))
-          #expect(error.description.contains("fd -1"))
-          #expect(error.description.contains("EBADF"))
+        // The add of `fd` is refused by epoll_ctl with `errno`, and the message names both.
+        func expectRefused(
+          _ fd: Int32, errno code: Int32, named name: String, _ comment: Comment
+        ) -> String {
+          let source = DescriptorSource(fileDescriptor: fd) { _, _ in }
+          defer { leftNothing(source, comment) }
+          do throws(LoopError) {
+            try loop.add(source, to: .default)
+            Issue.record("\(comment) was accepted")
+            return ""
+          } catch {
+            #expect(
+              error
+                == .system(
+                  SystemError(operation: "epoll_ctl(ADD)", subject: "fd \(fd)", errno: code)),
+              comment)
+            #expect(error.description.contains("fd \(fd)"), comment)
+            #expect(error.description.contains(name), comment)
+            return error.description
+          }
         }
-        leftNothing(negative, "fd -1")
+
+        _ = expectRefused(-1, errno: EBADF, named: "EBADF", "fd -1")
 
         let file = open("/proc/self/status", O_RDONLY)
         defer { close(file) }
-        let regular = DescriptorSource(fileDescriptor: file) { _, _ in }
-        do throws(LoopError) {
-          try loop.add(regular, to: .default)
-          Issue.record("a regular file was accepted")
-        } catch {
-          #expect(
-            error
-              == .system(
-                SystemError(operation: "epoll_ctl(ADD)", subject: "fd \(file)", errno: EPERM)))
-          #expect(error.description.contains("fd \(file)"))
-          #expect(error.description.contains("EPERM"))
-          #expect(error.description.contains("regular files and directories cannot be polled"))
-        }
-        leftNothing(regular, "a regular file")
+        let regular = expectRefused(file, errno: EPERM, named: "EPERM", "a regular file")
+        #expect(regular.contains("regular files and directories cannot be polled"))
 
         // All or nothing across the common modes: X already holds this fd, so joining X
         // fails after default succeeded, and default must be left again.

@@ -112,7 +112,8 @@ extension RunLoopKitTests {
           return (error is CancellationError, crl_gettid())
         }
       }
-      try await Task.sleep(for: .milliseconds(20))
+      // Cancelled once it sleeps: its timer is in the loop (seen, not waited for).
+      #expect(waitUntil { thread.loop.nextTimerFireDate(in: .default) != nil })
       let start = ContinuousClock.now
       task.cancel()
       let (cancelled, resumedOn) = await task.value
