@@ -36,23 +36,28 @@ extension RunLoopKitTests {
     }
 
     @Test(
-      "A nested run inside a main-actor job runs plain blocks but no other main-actor job or main-queue block; they run after it, in order"
+      "A nested run inside a main-actor job runs plain blocks but no other main-actor job or main-queue block; they run after it"
     )
     func nestedRunInMainActorJob() throws {
       // The first job holds a main-actor global `inout` across the nested run: a second job
       // run inside it would abort the program ("Simultaneous accesses").
       let (status, output) = try runExample(arguments: ["--nested-run"])
       #expect(status == .exited(0), "output:\n\(output)")
+      let steps = lines(output).map { String($0.prefix { $0 != ":" }) }
       #expect(
-        lines(output).map { $0.prefix { $0 != ":" } } == [
+        steps.prefix(4) == [
           "main task",
           "first main-actor job begins",
           "plain block in the nested run",
           "first main-actor job ends, counter 10",
-          "second main-actor job, counter 11",
-          "main-queue block",
-          "main returns, counter 11",
         ])
+      // The two held back run next. Main-actor jobs and main-queue blocks are two queues,
+      // not ordered with respect to each other (see the README), so either may come first.
+      #expect(
+        Set(steps.dropFirst(4).prefix(2)) == [
+          "second main-actor job, counter 11", "main-queue block",
+        ])
+      #expect(steps.dropFirst(6) == ["main returns, counter 11"])
     }
 
     @Test("A stray Loop.main.stop() ends one run of the loop, not the program")
