@@ -104,6 +104,8 @@ __attribute__((constructor)) static void crl_record_main_thread(void) { main_thr
 
 pthread_t crl_main_thread(void) { return main_thread; }
 
+__thread char crl_thread_marker_byte;
+
 int crl_set_thread_name(const char *name) { return pthread_setname_np(pthread_self(), name); }
 
 int crl_get_thread_name(pthread_t thread, char *buffer, size_t size) {

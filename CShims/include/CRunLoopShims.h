@@ -60,6 +60,11 @@ pid_t crl_gettid(void);
 int crl_is_main_thread(void);
 /// The main thread's pthread_t, recorded by a load-time constructor.
 pthread_t crl_main_thread(void);
+/// A thread-local byte (defined in shims.c); its address tells live threads apart.
+extern __thread char crl_thread_marker_byte;
+/// The address of this thread's marker byte: different in every live thread, and found with
+/// no call at all (cheaper than pthread_self + pthread_equal for a check made on every call).
+static inline const void *crl_thread_marker(void) { return &crl_thread_marker_byte; }
 
 /// Names the calling thread (at most 15 bytes plus NUL); returns 0 or an errno value.
 int crl_set_thread_name(const char *name);

@@ -63,7 +63,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   let onTeardown: (@Sendable (String) -> Void)?
   /// The main loop's source on libdispatch's main-queue eventfd (see `Loop+MainQueue.swift`).
   let isMainQueue: Bool
-  let binding = ItemBinding(kind: "DescriptorSource")
+  let binding: ItemBinding
   /// Guarded by `binding.lock`.
   private var storedInterest: Events
 
@@ -92,7 +92,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
 
   /// `onTeardown` is called (with the thread id) if the owning loop is torn down while the
   /// source is registered; ports use it to refuse later sends. `isMainQueue` marks the main
-  /// loop's source on libdispatch's main-queue handle.
+  /// loop's source on libdispatch's main-queue handle. The handler is a plain closure: the
+  /// public initialiser has the `sending` proof, `IsolatedLoop` the thread check.
   init(
     fileDescriptor: Int32,
     label: String?,
@@ -100,8 +101,11 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     order: Int,
     onTeardown: (@Sendable (String) -> Void)?,
     isMainQueue: Bool = false,
-    handler: sending @escaping (DescriptorSource, Events) -> Void
+    releasesOnLoopThread: Bool = false,
+    handler: @escaping (DescriptorSource, Events) -> Void
   ) {
+    self.binding = ItemBinding(
+      kind: "DescriptorSource", releasesOnLoopThread: releasesOnLoopThread)
     self.isMainQueue = isMainQueue
     self.fileDescriptor = fileDescriptor
     self.label = label

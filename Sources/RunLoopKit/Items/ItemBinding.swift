@@ -5,8 +5,14 @@ final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lo
   let lock = Lock()
   private var state = BindingState()
   let kind: String
+  /// The item's closures were given through `IsolatedLoop`: they let go of what they captured
+  /// on the loop's thread only (see `Loop.releaseOnOwnThread`).
+  let releasesOnLoopThread: Bool
 
-  init(kind: String) { self.kind = kind }
+  init(kind: String, releasesOnLoopThread: Bool = false) {
+    self.kind = kind
+    self.releasesOnLoopThread = releasesOnLoopThread
+  }
 
   var isValid: Bool { lock.withLock { state.isValid } }
 

@@ -60,7 +60,11 @@ extension BoundItem {
     guard wasValid else { return }
     loop?.detachEverywhere(self)
     let released = binding.lock.withLock(take)
-    withExtendedLifetime(released) {}
+    if binding.releasesOnLoopThread, let loop {
+      loop.releaseOnOwnThread(released)
+    } else {
+      withExtendedLifetime(released) {}
+    }
   }
 }
 

@@ -15,7 +15,7 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
   /// (`CFRunLoopObserverGetOrder`).
   public let order: Int
   typealias Handler = (LoopObserver, Loop.Activity) -> Void
-  let binding = ItemBinding(kind: "LoopObserver")
+  let binding: ItemBinding
   /// Guarded by `binding.lock`; nil once the observer is invalid (a one-shot observer that
   /// was told included), as CFRunLoopObserverInvalidate releases the observer's context.
   private var storedHandler: Handler?
@@ -26,12 +26,24 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
 
   /// Creates an observer that calls `handler` on the loop's thread with each of `activities` as
   /// it happens. Mirrors `CFRunLoopObserverCreateWithHandler`; add it to a loop to have it told.
-  public init(
+  public convenience init(
     activities: Loop.Activity,
     repeats: Bool = true,
     order: Int = 0,
     handler: sending @escaping (LoopObserver, Loop.Activity) -> Void
   ) {
+    self.init(
+      activities: activities, repeats: repeats, order: order, isolatedHandler: handler,
+      releasesOnLoopThread: false)
+  }
+
+  /// The public initialiser with a plain handler: that one has the `sending` proof,
+  /// `IsolatedLoop.addObserver` the thread check.
+  init(
+    activities: Loop.Activity, repeats: Bool, order: Int,
+    isolatedHandler handler: @escaping Handler, releasesOnLoopThread: Bool
+  ) {
+    self.binding = ItemBinding(kind: "LoopObserver", releasesOnLoopThread: releasesOnLoopThread)
     self.activities = activities
     self.repeats = repeats
     self.order = order

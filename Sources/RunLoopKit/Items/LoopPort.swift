@@ -19,14 +19,25 @@ public final class LoopPort<Message: Sendable>: Sendable {
   ///   - order: lower orders are handled first when several sources are ready.
   ///   - handler: called on the loop's thread with each message, in order; a `sending`
   ///     closure, so it may capture a non-Sendable value the caller hands over.
-  public init(
+  public convenience init(
     label: String? = nil, order: Int = 0, handler: sending @escaping (Message) -> Void
+  ) throws(LoopError) {
+    try self.init(
+      label: label, order: order, isolatedHandler: handler, releasesOnLoopThread: false)
+  }
+
+  /// The public initialiser with a plain handler: that one has the `sending` proof,
+  /// `IsolatedLoop.addPort` the thread check.
+  init(
+    label: String?, order: Int, isolatedHandler handler: @escaping (Message) -> Void,
+    releasesOnLoopThread: Bool
   ) throws(LoopError) {
     let mailbox = try PortMailbox<Message>()
     self.mailbox = mailbox
     self.source = DescriptorSource(
       fileDescriptor: mailbox.eventFD.fd, label: label, interest: .readable, order: order,
       onTeardown: { thread in mailbox.refuse(.loopTornDown(thread: thread)) },
+      releasesOnLoopThread: releasesOnLoopThread,
       handler: { _, _ in
         for message in mailbox.takeAll() { handler(message) }
       })

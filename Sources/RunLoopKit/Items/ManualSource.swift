@@ -18,7 +18,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     let perform: () -> Void
   }
 
-  let binding = ItemBinding(kind: "ManualSource")
+  let binding: ItemBinding
   /// Guarded by `binding.lock`; nil once the source is invalid, so nothing it captured
   /// outlives its usefulness (CF's invalidate releases the source's context the same way).
   private var callbacks: Callbacks?
@@ -38,13 +38,26 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   ///     closure: it may capture a non-Sendable value the caller hands over (the source runs
   ///     on one loop only). `schedule` and `cancel` stay `@Sendable`: they run on whichever
   ///     thread adds or removes the source.
-  public init(
+  public convenience init(
     label: String? = nil,
     order: Int = 0,
     schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
     cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
     perform: sending @escaping () -> Void
   ) {
+    self.init(
+      label: label, order: order, schedule: schedule, cancel: cancel, isolatedPerform: perform,
+      releasesOnLoopThread: false)
+  }
+
+  /// The public initialiser with a plain `perform`: that one has the `sending` proof,
+  /// `IsolatedLoop.addManualSource` the thread check.
+  init(
+    label: String?, order: Int, schedule: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+    cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
+    isolatedPerform perform: @escaping () -> Void, releasesOnLoopThread: Bool
+  ) {
+    self.binding = ItemBinding(kind: "ManualSource", releasesOnLoopThread: releasesOnLoopThread)
     self.label = label
     self.order = order
     self.callbacks = Callbacks(schedule: schedule, cancel: cancel, perform: perform)

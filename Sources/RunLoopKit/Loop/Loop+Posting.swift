@@ -55,9 +55,9 @@ extension Loop {
   /// so a post lands either before the stop block (and runs) or throws `stopped`, never
   /// neither.
   func enqueueFromResident(
-    stopped: @autoclosure () -> LoopError, _ block: consuming @escaping () -> Void
+    stopped: @autoclosure () -> LoopError, _ queued: consuming QueuedBlock
   ) throws(LoopError) {
-    try enqueue(QueuedBlock(modes: .common, block: block)) {
+    try enqueue(queued) {
       residentStopped || tornDown || refusingPosts ? stopped() : nil
     }
   }
@@ -173,5 +173,19 @@ extension Loop {
       }
       return held + deferredBlocks + blocks
     }
+  }
+}
+
+extension Loop {
+  /// Lets go of an item's closures on this loop's thread. Closures given through
+  /// `IsolatedLoop` share what they capture with the loop's other callbacks (`self`, most
+  /// often), so releasing them — and running the `deinit`s that may follow — on the thread
+  /// that invalidated the item would touch that state from two threads at once. Off the
+  /// loop's thread a block carries them there, released on the loop's next pass (in whatever
+  /// mode it runs); once the loop accepts no more blocks (its thread is exiting), here.
+  func releaseOnOwnThread<Closures>(_ closures: consuming Closures) {
+    guard !isCurrent else { return }  // released as the caller's last use ends
+    let carried = closures
+    try? enqueue(QueuedBlock(modes: .any) { withExtendedLifetime(carried) {} })
   }
 }

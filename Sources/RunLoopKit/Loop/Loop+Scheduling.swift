@@ -63,7 +63,14 @@ extension Loop {
       timer.mayBeCommon.store(true, ordering: .relaxed)
       return try addItem(timer, to: mode)
     }
-    try lock.withLock { () throws(LoopError) in try addTimerLocked(timer, to: mode) }
+    try lock.withLock { () throws(LoopError) in try addTimerLocked(timer, to: mode, fresh: false) }
+  }
+
+  /// `add(_:to:)` for a timer the caller made just now on this loop's thread, which no other
+  /// thread can reach yet (`IsolatedLoop.addTimer`): binding it takes no lock of its own.
+  func addFreshTimer(_ timer: LoopTimer, to mode: Mode) throws(LoopError) {
+    if mode == .common { return try add(timer, to: mode) }
+    try lock.withLock { () throws(LoopError) in try addTimerLocked(timer, to: mode, fresh: true) }
   }
   /// Takes the timer out of `mode` (out of every common mode with `.common`) without
   /// invalidating it. Mirrors `CFRunLoopRemoveTimer`.
@@ -167,9 +174,11 @@ extension Loop {
   /// `addItem` for a timer and one named mode, the usual add, with the same checks in the same
   /// order: binding it and reading its schedule take one hold of its lock, and there are no
   /// callouts to collect. Adding a million timers should cost heap work, not bookkeeping.
-  private func addTimerLocked(_ timer: LoopTimer, to name: Mode) throws(LoopError) {
+  private func addTimerLocked(_ timer: LoopTimer, to name: Mode, fresh: Bool) throws(LoopError) {
     try checkAddableLocked(to: name)
-    let (newlyBound, fireDate, tolerance) = try timer.bindReadingSchedule(to: self)
+    let (newlyBound, fireDate, tolerance) =
+      fresh
+      ? try timer.bindFreshReadingSchedule(to: self) : try timer.bindReadingSchedule(to: self)
     let mode: Unmanaged<ModeState>
     do throws(LoopError) {
       mode = try unmanagedModeLocked(name)

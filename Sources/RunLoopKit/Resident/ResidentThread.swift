@@ -89,7 +89,8 @@ public final class ResidentThread: Sendable {
 
   /// Queues a block in the loop's common modes, or throws `.stopped` once `stop()` was called.
   private func post(_ block: consuming @escaping () -> Void) throws(LoopError) {
-    try residentLoop.enqueueFromResident(stopped: .stopped(thread: name), block)
+    try residentLoop.enqueueFromResident(
+      stopped: .stopped(thread: name), Loop.QueuedBlock(modes: .common, block: block))
   }
 
   /// Runs `block` once on the thread, no earlier than `delay` from now (see

@@ -134,11 +134,13 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   /// Schedules a delayed block, or throws if the thread no longer accepts work; checked and
   /// scheduled under one hold of the core's lock, which `stop()` takes too.
   func schedule(
-    _ block: @escaping () -> Void, at deadline: LoopClock.Instant
+    _ block: @escaping () -> Void, at deadline: LoopClock.Instant,
+    in modes: [Loop.Mode] = [.common], releasesOnLoopThread: Bool = false
   ) throws(LoopError) -> ScheduledBlock {
     try lock.withLock { () throws(LoopError) -> ScheduledBlock in
       guard state == .running, let storedLoop else { throw .stopped(thread: name) }
-      return try storedLoop.schedule(block, at: deadline, in: [.common])
+      return try storedLoop.schedule(
+        block, at: deadline, in: modes, releasesOnLoopThread: releasesOnLoopThread)
     }
   }
 

@@ -35,14 +35,18 @@ extension Loop {
   /// `perform(at:in:_:)` for every caller, the resident thread's included: a `sending` block
   /// needs no further proof once it is here, so nothing below has to carry that proof.
   func schedule(
-    _ block: @escaping () -> Void, at deadline: LoopClock.Instant, in modes: [Mode]
+    _ block: @escaping () -> Void, at deadline: LoopClock.Instant, in modes: [Mode],
+    releasesOnLoopThread: Bool = false
   ) throws(LoopError) -> ScheduledBlock {
     try Loop.checkRunnable(modes)
     let outcome = ScheduledBlock.Outcome()
     let watch = ScheduledBlock.AbandonWatch(outcome)
     // Joins every mode while it cannot fire, then gets its date: with the date set first, the
     // loop could run the block after the first add and a later add could still throw.
-    let timer = try LoopTimer(label: "perform(after:)", firstFireAt: .distantFuture) { _ in
+    let timer = try LoopTimer(
+      label: "perform(after:)", firstFireAt: .distantFuture,
+      releasesOnLoopThread: releasesOnLoopThread
+    ) { _ in
       // The one compare-and-swap that decides between running and a racing cancel().
       guard watch.outcome.claim(.ran) else { return }
       block()

@@ -28,7 +28,9 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// in random order cost about a tenth less than with a binding object of its own).
   struct Binding {
     /// Guards the fields the docs below say, and nothing else is acquired while it is held.
-    let lock: Lock
+    /// Unowned: the stripes live as long as the process, and a strong reference would cost
+    /// every timer an atomic retain when made and a release when freed.
+    unowned(unsafe) let lock: Lock
   }
 
   // `@exclusivity(unchecked)` on the mutable fields below: each is guarded by a lock (named
@@ -59,6 +61,10 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   @exclusivity(unchecked) var scheduledTolerance = Duration.zero
   /// Guarded by the owner loop's lock.
   @exclusivity(unchecked) var isFiring = false
+  /// The handler was given through `IsolatedLoop` (or is a block given there): it lets go of
+  /// what it captured on the loop's thread only (see `Loop.releaseOnOwnThread`). Next to
+  /// `isFiring`, in what was padding: a field at the end made every timer 16 bytes larger.
+  let releasesOnLoopThread: Bool
 
   /// `nil` for a one-shot timer.
   public let interval: Duration?
@@ -101,7 +107,8 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// pass a block that arrived as `sending`.
   init(
     label: String?, firstFireAt fireDate: LoopClock.Instant, interval: Duration? = nil,
-    tolerance: Duration = .zero, order: Int = 0, handler: @escaping Handler
+    tolerance: Duration = .zero, order: Int = 0, releasesOnLoopThread: Bool = false,
+    handler: @escaping Handler
   ) throws(LoopError) {
     if let interval, interval <= .zero {
       throw LoopTimer.invalid("timer interval", "\(interval)", LoopTimer.intervalRule)
@@ -115,6 +122,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     self.interval = interval
     self.label = label
     self.order = order
+    self.releasesOnLoopThread = releasesOnLoopThread
     self.storedHandler = handler
     self.storedFireDate = fireDate
     self.storedTolerance = tolerance
@@ -239,7 +247,11 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     // nothing left to do.
     TestPausePoint.reach(.timerInvalidatedNotYetDetached, by: self)
     if let owner { owner.detachTimerEverywhere(self) }
-    LoopTimer.release(handler)
+    if releasesOnLoopThread, let owner {
+      owner.releaseOnOwnThread(handler)
+    } else {
+      LoopTimer.release(handler)
+    }
   }
 
   /// Ends the handler's lifetime here, after the caller's last lock is released.
@@ -253,6 +265,15 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     try binding.lock.withLock { () throws(LoopError) in
       (try bindingState.bind(to: loop, kind: "LoopTimer"), storedFireDate, storedTolerance)
     }
+  }
+
+  /// `bindReadingSchedule(to:)` for a timer its caller made just now on the loop's own
+  /// thread (`IsolatedLoop.addTimer`): no other thread can reach it yet, so its lock guards
+  /// nothing and is not taken. The caller holds the loop's lock.
+  func bindFreshReadingSchedule(
+    to loop: Loop
+  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
+    (try bindingState.bind(to: loop, kind: "LoopTimer"), storedFireDate, storedTolerance)
   }
 
   /// `ItemBinding.bind(to:)` (`LoopItem`).
