@@ -100,24 +100,67 @@ extension RunLoopKitTests {
       #expect(report.text().contains("the source had run 0 times and the loop was still asleep"))
     }
 
-    @Test("search: every query is finished or dropped by a newer one, all on the resident thread")
+    @Test(
+      "search: each query completed, dropped or debounced; one search at a time, on one thread"
+    )
     func search() throws {
-      let outcome = try SearchDemo.run(typing: "runloop")
+      let outcome = try SearchDemo.run(typing: ["run", "loop"])
       #expect(outcome.callbacksOffThread == 0)
-      #expect(
-        outcome.fates.map(\.query) == ["r", "ru", "run", "runl", "runlo", "runloo", "runloop"])
-      for (index, entry) in outcome.fates.enumerated() {
-        switch entry.fate {
-        case .superseded(let slices, let newer):
-          // Dropped for a later keystroke, before it could finish.
-          #expect(outcome.fates[(index + 1)...].contains { $0.query == newer })
+      let queries = ["r", "ru", "run", "runl", "runlo", "runloo", "runloop"]
+      try #require(outcome.fates.map(\.query) == queries)
+      // Which keys were debounced depends on how fast the typist's keys landed, which a
+      // loaded machine decides: only what holds however the keys were spaced is checked.
+      let log = outcome.log
+      for (index, query) in queries.enumerated() {
+        let fates = log.compactMap { event -> SearchDemo.Fate? in
+          if case .finished(query, let fate) = event.kind { return fate }
+          return nil
+        }
+        // Exactly one fate per query, and the one the outcome lists.
+        #expect(fates.count == 1, "\(query): \(fates)")
+        #expect(fates.first == outcome.fates[index].fate)
+        let starts = log.filter { $0.kind == .started(query) }.count
+        let later = queries[(index + 1)...]
+        switch fates.first {
+        case .debounced(let newer)?:
+          // Never started, for a later keystroke.
+          #expect(starts == 0, "\(query) was debounced after it started")
+          #expect(later.contains(newer))
+        case .superseded(let slices, let newer)?:
+          // Started, then dropped for a later keystroke before it could finish.
+          #expect(starts == 1)
+          #expect(later.contains(newer))
           #expect(slices < outcome.slicesPerSearch)
-        case .completed(_, _, let slices):
+        case .completed(_, _, let slices)?:
+          #expect(starts == 1)
           #expect(slices == outcome.slicesPerSearch)
+        case nil:
+          break
         }
       }
-      // Keys come faster than a search finishes, so at least one search was dropped.
-      #expect(outcome.fates.contains { if case .superseded = $0.fate { true } else { false } })
+      // One search at a time, each for the newest key, started by the debouncer no sooner
+      // than the delay after the last keystroke before it (instants taken on the thread).
+      var running: String?
+      var lastKey: (query: String, instant: LoopClock.Instant)?
+      for event in log {
+        switch event.kind {
+        case .keystroke(let query):
+          lastKey = (query, event.instant)
+        case .started(let query):
+          #expect(running == nil, "\(query) started while \(running ?? "") ran")
+          running = query
+          #expect(lastKey?.query == query)
+          if let lastKey {
+            #expect(lastKey.instant.duration(to: event.instant) >= SearchDemo.debounceDelay)
+          }
+        case .finished(let query, .debounced):
+          #expect(running != query)
+        case .finished(let query, _):
+          #expect(running == query)
+          running = nil
+        }
+      }
+      #expect(running == nil)
       // The last query completed, and its sliced search agrees with a search in one go.
       guard case .completed(let best, let matches, _) = outcome.fates.last?.fate else {
         Issue.record("the last query did not complete: \(String(describing: outcome.fates.last))")
@@ -173,6 +216,19 @@ extension RunLoopKitTests {
       // Three messages each way, then the two ends of stream.
       #expect(handled.filter { $0.0 == "server" }.count == NetworkDemo.messages.count + 1)
       #expect(handled.filter { $0.0 == "client" }.count == NetworkDemo.messages.count + 2)
+      // Each end armed one idle timer, which every read pushed back (each end reads every
+      // message at least once), which never fired, and which its connection invalidated.
+      let idle = outcome.idleTimers
+      #expect(idle.armed == 2)
+      #expect(idle.fired == 0)
+      #expect(idle.moved >= 2 * NetworkDemo.messages.count)
+      #expect(idle.stillValid == 0)
+      // No timer fired at all: the idle timers are the only ones on this loop.
+      #expect(
+        !events.contains {
+          if case .timer = $0.kind { return true }
+          return false
+        })
       // The block that opened the sockets woke the loop; after that only sockets did, until
       // perhaps the block that detached the tracer at the end.
       var causes = events.sleepCauses
