@@ -18,3 +18,31 @@ final class MainThreadTests: XCTestCase {
     XCTAssertNotEqual(otherCurrent, ObjectIdentifier(main))
   }
 }
+
+/// State isolated to the main actor that arms `Loop.main`'s callbacks through the view: the
+/// closures are main-actor isolated and run on the main thread, inside `Loop.main`.
+@MainActor final class MainActorCounter {
+  var hits = 0
+
+  func arm() throws {
+    let view = Loop.main.assumeIsolated()
+    try view.perform { self.hits += 1 }
+    try view.addTimer(after: .zero) { _ in self.hits += 1 }
+  }
+}
+
+final class MainActorOnLoopTests: XCTestCase {
+  /// 75. Code isolated to the main actor arms `Loop.main`'s callbacks through
+  /// `Loop.main.assumeIsolated()`; they run on the main thread when `Loop.main` runs.
+  func test_75_mainActorArmsMainLoop() throws {
+    let hits = try MainActor.assumeIsolated { () throws -> Int in
+      let counter = MainActorCounter()
+      try counter.arm()
+      for _ in 0..<100 where counter.hits < 2 {
+        Loop.main.run(in: .default, for: .milliseconds(10))
+      }
+      return counter.hits
+    }
+    XCTAssertEqual(hits, 2)
+  }
+}
