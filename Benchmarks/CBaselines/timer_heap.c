@@ -165,6 +165,21 @@ static uint64_t next_random(uint64_t *state) {
 
 static void no_op(struct bench_timer *timer) { (void)timer; }
 
+// One timer of its own allocation, due at `due` (ns), numbered `sequence`; NULL when out of
+// memory.
+static struct bench_timer *make_timer(uint64_t due, int sequence) {
+  struct bench_timer *timer = malloc(sizeof(*timer));
+  if (timer == NULL) return NULL;
+  timer->due = due;
+  timer->sequence = (uint64_t)sequence;
+  timer->callback = no_op;
+  timer->data = NULL;
+  timer->loop = NULL;
+  timer->flags = 0;
+  timer->repeat = 0;
+  return timer;
+}
+
 int crb_timer_heap_cost(int count, uint64_t seed, int64_t *add_ns, int64_t *cancel_ns) {
   struct bench_timer **timers = malloc(sizeof(*timers) * (size_t)(count > 0 ? count : 1));
   if (timers == NULL) return ENOMEM;
@@ -174,15 +189,8 @@ int crb_timer_heap_cost(int count, uint64_t seed, int64_t *add_ns, int64_t *canc
   uint64_t base = (uint64_t)crb_now_ns() + 3600000000000ULL;
   int created = 0;
   for (; created < count; created++) {
-    struct bench_timer *timer = malloc(sizeof(*timer));
+    struct bench_timer *timer = make_timer(base + next_random(&state) % 1000000000ULL, created);
     if (timer == NULL) break;
-    timer->due = base + next_random(&state) % 1000000000ULL;
-    timer->sequence = (uint64_t)created;
-    timer->callback = no_op;
-    timer->data = NULL;
-    timer->loop = NULL;
-    timer->flags = 0;
-    timer->repeat = 0;
     timers[created] = timer;
   }
   int result = created < count ? ENOMEM : 0;
@@ -206,6 +214,31 @@ int crb_timer_heap_cost(int count, uint64_t seed, int64_t *add_ns, int64_t *canc
     if (heap.count != 0 || heap.root != NULL) result = EINVAL;
   }
 
+  for (int i = 0; i < created; i++) free(timers[i]);
+  free(timers);
+  return result;
+}
+
+int crb_timer_heap_arm_cost(int count, uint64_t seed, int64_t *arm_ns) {
+  struct bench_timer **timers = malloc(sizeof(*timers) * (size_t)(count > 0 ? count : 1));
+  if (timers == NULL) return ENOMEM;
+  uint64_t state = seed;
+  uint64_t base = (uint64_t)crb_now_ns() + 3600000000000ULL;
+  struct timer_heap heap = {NULL, 0};
+  int created = 0;
+  // Each timer is allocated, filled in and inserted in the timed loop: what arming a new
+  // timer costs a program whose timers are objects of their own (a CFRunLoopTimer, a
+  // LoopTimer made by IsolatedLoop.addTimer).
+  int64_t start = crb_now_ns();
+  for (; created < count; created++) {
+    struct bench_timer *timer = make_timer(base + next_random(&state) % 1000000000ULL, created);
+    if (timer == NULL) break;
+    heap_insert(&heap, timer);
+    timers[created] = timer;
+  }
+  *arm_ns = crb_now_ns() - start;
+  int result = created < count ? ENOMEM : 0;
+  if (result == 0 && heap.count != (unsigned)count) result = EINVAL;
   for (int i = 0; i < created; i++) free(timers[i]);
   free(timers);
   return result;

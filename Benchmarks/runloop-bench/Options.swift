@@ -10,7 +10,8 @@ struct Options {
       --quick        a smoke run (fewer samples, shorter windows), under a minute
       --json FILE    write every figure as JSON
       --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
-      --only LIST    run some studies: wake, spin, idle, throughput, threads, timers, tracer
+      --only LIST    run some studies: wake, spin, idle, throughput, threads, timers,
+                     isolated, tracer
     """
 
   static func parse(_ arguments: [String]) -> Options? {

@@ -14,6 +14,7 @@ struct Report: Codable {
   var timerLateness: [LatenessResult] = []
   var sleepLateness: [LatenessResult] = []
   var tracer: TracerCostResult?
+  var isolated: IsolatedLoopResult?
   var targets: [TargetCheck] = []
 }
 
@@ -99,34 +100,24 @@ extension Report {
         "(per timer; C = a libuv-style intrusive binary heap, same work in the same process;\n"
           + " add = loop.add(timer, to:), cancel = timer.invalidate() in random order;"
           + " ratio = ours / C)\n")
-      print(
-        pad("round", 12) + pad("add", 10, right: true) + pad("C add", 10, right: true)
-          + pad("ratio", 8, right: true) + pad("cancel", 10, right: true)
-          + pad("C cancel", 10, right: true) + pad("ratio", 8, right: true))
-      func row(
-        _ name: String, _ add: Double, _ cAdd: Double, _ cancel: Double, _ cCancel: Double
-      ) {
-        print(
-          pad(name, 12) + pad(formatNanoseconds(add), 10, right: true)
-            + pad(formatNanoseconds(cAdd), 10, right: true)
-            + pad(fixed(add / cAdd, 2) + "×", 8, right: true)
-            + pad(formatNanoseconds(cancel), 10, right: true)
-            + pad(formatNanoseconds(cCancel), 10, right: true)
-            + pad(fixed(cancel / cCancel, 2) + "×", 8, right: true))
-      }
-      for (index, round) in timerScale.rounds.enumerated() {
-        row(
-          "\(index + 1)\(round.cFirst ? " (C 1st)" : "")", round.addNanosecondsPerTimer,
-          round.cAddNanosecondsPerTimer, round.cancelNanosecondsPerTimer,
-          round.cCancelNanosecondsPerTimer)
-      }
-      row(
-        "median", timerScale.addNanosecondsPerTimer, timerScale.cAddNanosecondsPerTimer,
-        timerScale.cancelNanosecondsPerTimer, timerScale.cCancelNanosecondsPerTimer)
+      printPairedTable(
+        (("add", "C add"), ("cancel", "C cancel")),
+        rounds: timerScale.rounds.enumerated().map { index, round in
+          (
+            "\(index + 1)\(round.cFirst ? " (C 1st)" : "")",
+            (round.addNanosecondsPerTimer, round.cAddNanosecondsPerTimer),
+            (round.cancelNanosecondsPerTimer, round.cCancelNanosecondsPerTimer)
+          )
+        },
+        median: (
+          (timerScale.addNanosecondsPerTimer, timerScale.cAddNanosecondsPerTimer),
+          (timerScale.cancelNanosecondsPerTimer, timerScale.cCancelNanosecondsPerTimer)
+        ))
       print(
         "\nfire all    \(fixed(timerScale.fireAllSeconds, 3)) s  (\(timerScale.fired) fired, due within 10 ms)"
       )
     }
+    printIsolatedLoop()
     printLateness(timerLateness, title: "Lateness of a 1 ms repeating timer")
     printLateness(
       sleepLateness, title: "Lateness of Task.sleep(until: 1 ms ahead), alternating rounds")
@@ -177,5 +168,28 @@ extension Report {
           + (check.met ? "met" : "not met"))
       print("  why: \(check.why)")
     }
+  }
+}
+
+/// A table of rounds that compares two pairs of figures, ours and a peer's (nanoseconds),
+/// each followed by ours / peer's, and a last row of the medians.
+func printPairedTable(
+  _ headers: ((String, String), (String, String)),
+  rounds: [(name: String, first: (Double, Double), second: (Double, Double))],
+  median: ((Double, Double), (Double, Double))
+) {
+  print(
+    pad("round", 12) + pad(headers.0.0, 10, right: true) + pad(headers.0.1, 10, right: true)
+      + pad("ratio", 8, right: true) + pad(headers.1.0, 10, right: true)
+      + pad(headers.1.1, 10, right: true) + pad("ratio", 8, right: true))
+  for (name, first, second) in rounds + [("median", median.0, median.1)] {
+    var line = pad(name, 12)
+    for (ours, peer) in [first, second] {
+      line +=
+        pad(formatNanoseconds(ours), 10, right: true)
+        + pad(formatNanoseconds(peer), 10, right: true)
+        + pad(fixed(ours / peer, 2) + "×", 8, right: true)
+    }
+    print(line)
   }
 }

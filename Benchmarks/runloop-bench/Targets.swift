@@ -4,7 +4,8 @@
 /// the table reads as an explanation rather than a list of verdicts.
 enum Targets {
   static func check(_ report: Report) -> [TargetCheck] {
-    wake(report) + throughput(report) + spin(report) + timers(report) + idle(report)
+    wake(report) + throughput(report) + spin(report) + timers(report) + isolated(report)
+      + idle(report)
   }
 
   private static func wake(_ report: Report) -> [TargetCheck] {
@@ -132,6 +133,27 @@ enum Targets {
           "\(fixed(timers.cancelNanosecondsPerTimer, 0)) ns (C heap \(fixed(timers.cCancelNanosecondsPerTimer, 0)) ns)",
         bound: "≤ 600 ns", met: timers.cancelNanosecondsPerTimer <= 600,
         why: "most such timers are cancelled before they fire"),
+    ]
+  }
+
+  private static func isolated(_ report: Report) -> [TargetCheck] {
+    guard let isolated = report.isolated else { return [] }
+    let count = isolated.timers >= 1_000_000 ? "1 000 000" : "\(isolated.timers) (quick)"
+    let perform = isolated.viewPerformNanoseconds / isolated.loopPerformNanoseconds
+    let arm = isolated.viewArmNanosecondsPerTimer / isolated.cArmNanosecondsPerTimer
+    return [
+      TargetCheck(
+        target: "view perform vs Loop.perform, own thread",
+        figure:
+          "\(fixed(perform, 2))× (\(fixed(isolated.viewPerformNanoseconds, 0)) vs \(fixed(isolated.loopPerformNanoseconds, 0)) ns)",
+        bound: "≤ 1.00×", met: perform <= 1.0,
+        why: "the view's checks must cost nothing where code on a loop posts"),
+      TargetCheck(
+        target: "view timer arm vs C make + insert at \(count)",
+        figure:
+          "\(fixed(arm, 2))× (\(fixed(isolated.viewArmNanosecondsPerTimer, 0)) vs C \(fixed(isolated.cArmNanosecondsPerTimer, 0)) ns)",
+        bound: "≤ 1.00×", met: arm <= 1.0,
+        why: "arming a timer from the loop's own thread should cost what C pays"),
     ]
   }
 

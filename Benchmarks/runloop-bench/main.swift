@@ -40,6 +40,9 @@ if options.wants("timers") {
   report.timerLateness = try TimerStudy.lateness(options, progress: progress)
   report.sleepLateness = try await SleepLatenessStudy.run(options, progress: progress)
 }
+if options.wants("isolated") {
+  report.isolated = try IsolatedLoopStudy.run(options, progress: progress)
+}
 if options.wants("tracer") {
   report.tracer = try TracerCostStudy.run(options, progress: progress)
 }

@@ -16,4 +16,10 @@
 /// (a bug in the baseline, never expected).
 int crb_timer_heap_cost(int count, uint64_t seed, int64_t *add_ns, int64_t *cancel_ns);
 
+/// Times arming `count` new timers: allocating each, filling it in and inserting it into one
+/// heap, due dates spread at random (from `seed`) over one second. *arm_ns receives the total
+/// (CLOCK_MONOTONIC). The counterpart of `IsolatedLoop.addTimer`, which makes the timer it
+/// adds. Returns 0, ENOMEM, or EINVAL for a heap that came out inconsistent.
+int crb_timer_heap_arm_cost(int count, uint64_t seed, int64_t *arm_ns);
+
 #endif
