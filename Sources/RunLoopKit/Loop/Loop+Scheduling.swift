@@ -1,5 +1,6 @@
-/// Adding, removing and finding items, and the common-mode set. Everything here is safe from
-/// any thread. Schedule and cancel callbacks run after the loop's lock is released.
+/// Adding, removing and finding items (the common-mode set is in Loop+CommonModes.swift).
+/// Everything here is safe from any thread. Schedule and cancel callbacks run after the
+/// loop's lock is released.
 extension Loop {
   typealias Callout = () -> Void
 
@@ -94,49 +95,6 @@ extension Loop {
   public func contains(_ observer: LoopObserver, in mode: Mode) -> Bool {
     containsItem(observer, in: mode)
   }
-
-  // MARK: Common modes
-
-  /// Adds `mode` to the common-mode set; every item added to `.common` joins it now.
-  /// If an item cannot join (a descriptor that was closed meanwhile), the others still do and
-  /// the first error is thrown.
-  ///
-  /// Blocks queued for `.common` become runnable in `mode`: if the loop is running `mode`, it
-  /// is woken to run them, as a `perform` would wake it (CF does not wake here).
-  public func addCommonMode(_ name: Mode) throws(LoopError) {
-    var callouts: [Callout] = []
-    var firstError: LoopError?
-    try lock.withLock { () throws(LoopError) in
-      try checkUsableLocked(name)
-      guard !commonModeNames.contains(name) else { return }
-      // Create the mode first: if that fails the set is unchanged and a retry can succeed.
-      let mode = try modeLocked(name)
-      commonModeNames.append(name)
-      for item in commonItems.inOrder where !item.isMember(of: mode) {
-        do throws(LoopError) {
-          if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }
-        } catch {
-          firstError = firstError ?? error
-        }
-      }
-      if hasBlocksLocked(for: name) { wakeIfRunningLocked(name) }
-    }
-    for callout in callouts { callout() }
-    if let firstError { throw firstError }
-  }
-
-  /// Something just became runnable in `mode` without waking the loop by itself (a queued
-  /// block, a signalled manual source): wakes the loop if its innermost run is in `mode`, so
-  /// a sleep does not outlast work it could do. Timers and descriptors need no help: a
-  /// timer's change re-arms the timerfd and a new descriptor joins the epoll set, either of
-  /// which the kernel reports. Rare, so it wakes under the lock.
-  func wakeIfRunningLocked(_ mode: Mode) {
-    guard frames.last?.mode == mode else { return }
-    sendHoldingLock(requestWakeLocked())
-  }
-
-  /// The modes `.common` stands for; initially just `.default`.
-  public var commonModes: Set<Mode> { lock.withLock { Set(commonModeNames) } }
 
   /// The earliest pending fire date among the mode's timers (for `.common`, among all common
   /// modes), or nil when it has none. Timers whose handler is running are not pending.
@@ -389,7 +347,7 @@ extension Loop {
 
   /// What creating a mode requires: `checkAddableLocked`, and a name other than `.common`,
   /// which stands for the common set and is never a mode of its own.
-  private func checkUsableLocked(_ name: Mode) throws(LoopError) {
+  func checkUsableLocked(_ name: Mode) throws(LoopError) {
     guard name != .common else { throw .invalidMode(name: name.name) }
     try checkAddableLocked(to: name)
   }
