@@ -89,8 +89,7 @@ public struct IsolatedLoop {
   ) throws(LoopError) {
     check("perform(in:_:)", isolation)
     try Loop.checkRunnable(modes)
-    let queued = modes.count == 1 ? Loop.QueuedBlock.Modes(modes[0]) : .list(modes)
-    try enqueue(Loop.QueuedBlock(modes: queued, block: block))
+    try enqueue(Loop.QueuedBlock(modes: Loop.QueuedBlock.Modes(modes), block: block))
   }
 
   /// Runs `block` once on this loop no earlier than `delay` from now; as

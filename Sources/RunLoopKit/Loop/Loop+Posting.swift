@@ -15,9 +15,7 @@ extension Loop {
     in modes: [Mode], _ block: consuming sending @escaping () -> Void
   ) throws(LoopError) {
     try Loop.checkRunnable(modes)
-    try enqueue(
-      QueuedBlock(
-        modes: modes.count == 1 ? QueuedBlock.Modes(modes[0]) : .list(modes), block: block))
+    try enqueue(QueuedBlock(modes: QueuedBlock.Modes(modes), block: block))
   }
 
   /// Queues `block` for one mode (`.common`: every common mode) and wakes the loop. Throws

@@ -23,6 +23,11 @@ extension Loop {
         case .none: self = .one(mode)
         }
       }
+
+      /// A list of one mode is that mode's case, which queuing and running read faster.
+      init(_ modes: [Mode]) {
+        self = modes.count == 1 ? Modes(modes[0]) : .list(modes)
+      }
     }
     let modes: Modes
     let block: () -> Void
