@@ -30,12 +30,16 @@ import Testing
     flushThreads.insert(crl_gettid())
   }
 
-  func armFlushTimer() throws -> LoopTimer {
+  /// `flushed` opens after the third flush.
+  func armFlushTimer(flushed: Gate) throws -> LoopTimer {
     try DatabaseActor.thread.assumeIsolated().addTimer(
       after: .milliseconds(1), repeating: .milliseconds(1)
     ) { timer in
       self.flush()  // a @DatabaseActor method, called synchronously
-      if self.flushes == 3 { timer.invalidate() }
+      if self.flushes == 3 {
+        timer.invalidate()
+        flushed.open()
+      }
     }
   }
 }
@@ -53,22 +57,17 @@ actor CallbackCounter {
 
   func increment() { count += 1 }
 
-  func armTwoTicks() throws {
+  /// `ticked` opens after the second tick.
+  func armTwoTicks(ticked: Gate) throws {
     try loop.assumeIsolated().addTimer(after: .zero, repeating: .milliseconds(1), to: .common) {
       timer in
       self.increment()
-      if self.count == 2 { timer.invalidate() }
+      if self.count == 2 {
+        timer.invalidate()
+        ticked.open()
+      }
     }
   }
-}
-
-/// Polls an actor-isolated condition for at most 10 s (a bound, not an ordering).
-func eventually(_ condition: () async -> Bool) async -> Bool {
-  for _ in 0..<10_000 {
-    if await condition() { return true }
-    try? await Task.sleep(for: .milliseconds(1))
-  }
-  return await condition()
 }
 
 extension RunLoopKitTests {
@@ -78,8 +77,10 @@ extension RunLoopKitTests {
     )
     func test_75_globalActorCallbacks() async throws {
       let rows = Rows()
-      let timer = try await rows.armFlushTimer()
-      #expect(await eventually { await rows.flushes == 3 })
+      let flushed = Gate()
+      let timer = try await rows.armFlushTimer(flushed: flushed)
+      #expect(flushed.wait())
+      #expect(await rows.flushes == 3)
       #expect(!timer.isValid)
       #expect(await rows.flushThreads == [DatabaseActor.thread.threadID])
     }
@@ -90,8 +91,10 @@ extension RunLoopKitTests {
     func test_75_pinnedActorCallbacks() async throws {
       let thread = try ResidentThread(name: "pinned")
       let counter = CallbackCounter(loop: thread.loop)
-      try await counter.armTwoTicks()
-      #expect(await eventually { await counter.count == 2 })
+      let ticked = Gate()
+      try await counter.armTwoTicks(ticked: ticked)
+      #expect(ticked.wait())
+      #expect(await counter.count == 2)
       // A plain timer made elsewhere (its closure nonisolated) enters the actor's isolation
       // synchronously: on the loop's thread the executor says it is isolated.
       let done = Gate()
