@@ -4,11 +4,12 @@ import Testing
 
 @testable import RunLoopKit
 
-// The README's examples of code that lives on a loop: plain classes, no Sendable conformance,
+// The examples of code that lives on a loop in the README (Connection) and the DocC article
+// on thread-bound state (Connection, Debouncer): plain classes, no Sendable conformance,
 // no lock, whose callbacks capture `self`. This file compiling in Swift 6 mode is half of
 // the tests below.
 
-// --- README: code on a loop ---
+// --- README and ThreadBoundState.md: code on a loop ---
 final class Connection {
   var ticks = 0
 
