@@ -128,12 +128,7 @@ public struct IsolatedLoop {
     isolation: (any Actor)? = #isolation, _ handler: @escaping (LoopTimer) -> Void
   ) throws(LoopError) -> LoopTimer {
     check("addTimer(after:repeating:tolerance:to:_:)", isolation)
-    let timer = try LoopTimer(
-      label: label, firstFireAt: .after(delay), interval: interval, tolerance: tolerance,
-      releasesOnLoopThread: true, handler: handler)
-    return try adding(timer) { (timer) throws(LoopError) in
-      try loop.addFreshTimer(timer, to: mode)
-    }
+    return try addTimer(label, .after(delay), interval, tolerance, mode, handler)
   }
 
   /// Makes a timer that first fires at `fireDate` and adds it to `mode`; as
@@ -145,12 +140,7 @@ public struct IsolatedLoop {
     isolation: (any Actor)? = #isolation, _ handler: @escaping (LoopTimer) -> Void
   ) throws(LoopError) -> LoopTimer {
     check("addTimer(fireAt:repeating:tolerance:to:_:)", isolation)
-    let timer = try LoopTimer(
-      label: label, firstFireAt: fireDate, interval: interval, tolerance: tolerance,
-      releasesOnLoopThread: true, handler: handler)
-    return try adding(timer) { (timer) throws(LoopError) in
-      try loop.addFreshTimer(timer, to: mode)
-    }
+    return try addTimer(label, fireDate, interval, tolerance, mode, handler)
   }
 
   /// Watches `fileDescriptor` in `mode`; as `DescriptorSource(fileDescriptor:…)` followed by
@@ -241,6 +231,20 @@ public struct IsolatedLoop {
       return try resident.schedule(block, at: deadline, in: modes, releasesOnLoopThread: true)
     }
     return try loop.schedule(block, at: deadline, in: modes, releasesOnLoopThread: true)
+  }
+
+  /// Both `addTimer`s: makes the timer and adds it on this thread, where nothing else can
+  /// reach it yet (so binding it takes no lock of its own: `Loop.addFreshTimer`).
+  private func addTimer(
+    _ label: String?, _ fireDate: LoopClock.Instant, _ interval: Duration?,
+    _ tolerance: Duration, _ mode: Loop.Mode, _ handler: @escaping (LoopTimer) -> Void
+  ) throws(LoopError) -> LoopTimer {
+    let timer = try LoopTimer(
+      label: label, firstFireAt: fireDate, interval: interval, tolerance: tolerance,
+      releasesOnLoopThread: true, handler: handler)
+    return try adding(timer) { (timer) throws(LoopError) in
+      try loop.addFreshTimer(timer, to: mode)
+    }
   }
 
   /// Adds a fresh item with `add`, or invalidates it (releasing its closure) when that throws.
