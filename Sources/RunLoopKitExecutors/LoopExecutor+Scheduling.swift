@@ -18,6 +18,9 @@ import RunLoopKit
 /// clock), so time a suspended machine spends asleep is not counted — as with
 /// `SuspendingClock`. A clock with another `Duration` type cannot be converted and traps with
 /// a message.
+///
+/// On a `VirtualLoop`'s executor the delay counts from the virtual now, rounded up to a whole
+/// millisecond (see `enqueue(_:after:tolerance:clock:)`).
 @_spi(ExperimentalScheduling) extension LoopExecutor: SchedulingExecutor {
   /// `Task.sleep` calls this one; the protocol's default `enqueue(_:at:tolerance:clock:)`
   /// converts a deadline into a delay on `clock` and calls it too.
@@ -30,7 +33,12 @@ import RunLoopKit
           + "\(C.self) uses \(C.Duration.self). Sleep on ContinuousClock or SuspendingClock.")
     }
     let leeway = (tolerance as? Duration).map { max($0, .zero) } ?? .zero
-    schedule(UnownedJob(job), after: delay, tolerance: leeway)
+    // The runtime turns `Task.sleep(for:)` into a deadline on the task's clock and back into
+    // a delay here, losing the real microseconds that passed in between. A virtual loop
+    // counts the delay from its virtual now, so it rounds it up to a whole millisecond:
+    // the sleep lasts what was asked (never less), the same on every run.
+    let counted = loop.isVirtual ? delay.roundedUpToMilliseconds : delay
+    schedule(UnownedJob(job), after: counted, tolerance: leeway)
   }
 
   private func schedule(_ job: UnownedJob, after delay: Duration, tolerance: Duration) {
@@ -66,6 +74,14 @@ import RunLoopKit
 }
 
 extension Duration {
+  /// The next whole millisecond at or above this duration (zero for a negative one).
+  fileprivate var roundedUpToMilliseconds: Duration {
+    let (seconds, attoseconds) = max(self, .zero).components
+    let perMillisecond: Int64 = 1_000_000_000_000_000
+    let milliseconds = (attoseconds + perMillisecond - 1) / perMillisecond
+    return .seconds(seconds) + .milliseconds(milliseconds)
+  }
+
   /// Whole nanoseconds, at least zero, for Dispatch.
   fileprivate var dispatchInterval: DispatchTimeInterval {
     let (seconds, attoseconds) = max(self, .zero).components

@@ -68,7 +68,7 @@ extension RunLoopKitTests {
     @Test("Callbacks may remove or invalidate anything, themselves included")
     func test_callbacksMayChangeTheLoop() throws {
       let recorder = Recorder()
-      try onLoopThread { loop in
+      try onVirtualLoop { _, loop in
         try loop.add(ManualSource {}, to: .default)
         let victim = Box<ManualSource?>(nil)
         let selfRemoving = Box<ManualSource?>(nil)

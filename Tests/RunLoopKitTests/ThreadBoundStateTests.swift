@@ -166,15 +166,16 @@ extension RunLoopKitTests {
 
     @Test("67. cancel() before the run prevents it and says so")
     func test_67_cancelPrevents() throws {
-      let thread = try ResidentThread(name: "delayed")
+      let virtual = VirtualLoop()
       let recorder = Recorder()
-      let handle = try thread.perform(after: .milliseconds(100)) { recorder.log("ran") }
+      try virtual.loop.add(ManualSource {}, to: .default)  // keeps the mode alive
+      let handle = try virtual.loop.perform(after: .milliseconds(100)) { recorder.log("ran") }
       #expect(handle.cancel() == true)
       #expect(handle.cancel() == true)  // still will not run
       #expect(handle.state == .cancelled)
-      // Past its deadline, with the loop alive and turning: nothing ran.
-      usleep(200_000)
-      try thread.performAndWait {}
+      // Past its deadline, with the loop turning: nothing ran.
+      virtual.advance(by: .milliseconds(200))
+      #expect(virtual.loop.metrics.passes > 0)
       #expect(recorder.all.isEmpty)
       #expect(!handle.timer.isValid)
     }

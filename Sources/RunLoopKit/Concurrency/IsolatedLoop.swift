@@ -101,7 +101,7 @@ public struct IsolatedLoop {
     isolation: (any Actor)? = #isolation, _ block: @escaping () -> Void
   ) throws(LoopError) -> ScheduledBlock {
     check("perform(after:in:_:)", isolation)
-    return try schedule(block, at: .after(delay), in: modes)
+    return try schedule(block, at: loop.instant(after: delay), in: modes)
   }
 
   /// Runs `block` once on this loop at `deadline` or later; as `Loop.perform(at:in:_:)`.
@@ -128,7 +128,7 @@ public struct IsolatedLoop {
     isolation: (any Actor)? = #isolation, _ handler: @escaping (LoopTimer) -> Void
   ) throws(LoopError) -> LoopTimer {
     check("addTimer(after:repeating:tolerance:to:_:)", isolation)
-    return try addTimer(label, .after(delay), interval, tolerance, mode, handler)
+    return try addTimer(label, loop.instant(after: delay), interval, tolerance, mode, handler)
   }
 
   /// Makes a timer that first fires at `fireDate` and adds it to `mode`; as
@@ -344,7 +344,9 @@ extension Loop {
   /// means being isolated to the actor — its executor is this loop's, or it is the main actor
   /// and this is the main thread's loop.
   func runsCode(isolatedTo actor: any Actor) -> Bool {
-    if actor is MainActor { return pthread_equal(thread, crl_main_thread()) != 0 }
+    if actor is MainActor {
+      return virtualClock == nil && pthread_equal(thread, crl_main_thread()) != 0
+    }
     guard let executor = actor.unownedExecutor.asSerialExecutor() as? LoopExecutor else {
       return false
     }

@@ -325,7 +325,8 @@ extension Loop {
       return mode
     }
     try checkUsableLocked(name)
-    let mode = try ModeState(mode: name, wakeFD: try wakeFDLocked())
+    let mode = try ModeState(
+      mode: name, wakeFD: try wakeFDLocked(), isVirtual: virtualClock != nil)
     modes[name] = mode
     lastModeFound = Unmanaged.passUnretained(mode)
     return mode

@@ -7,7 +7,11 @@ extension Loop {
   /// True on this loop's own thread (where `Loop.current === self`). Unlike comparing
   /// pthread_t values, never true on a later thread that got the same pthread_t after this
   /// one exited. False during the thread's exit, once its loop has been torn down.
+  ///
+  /// A `VirtualLoop`'s loop is current on the thread driving it and, between drives, on the
+  /// thread that made it or drove it last.
   public var isCurrent: Bool {
+    if let virtualClock { return virtualClock.isCurrentThread }
     if let mine = LoopRegistry.shared.existingLoop() { return mine === self }
     // `Loop.main` may have been made by another thread before the main thread asked for
     // it; the table still knows it (a torn-down loop has left the table).
@@ -42,6 +46,7 @@ extension Loop {
   /// "thread 20665 \"network\"": the owner's kernel id and, when it has one, its name (a
   /// resident thread's name), for messages and errors.
   public var threadDescription: String {
-    ThreadName.describe(id: threadID, name: threadName)
+    if virtualClock != nil { return "a VirtualLoop's driving thread" }
+    return ThreadName.describe(id: threadID, name: threadName)
   }
 }

@@ -63,6 +63,9 @@ extension Loop {
   func waitForEvents(
     in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool
   ) -> WakeResult {
+    if let virtualClock {
+      return waitVirtually(in: mode, until: deadline, poll: poll, on: virtualClock)
+    }
     // The set is held for the whole wait: a rebuild may swap the mode's set meanwhile.
     let (epoll, policy) = prepareToWait(in: mode)
     let spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
@@ -96,7 +99,7 @@ extension Loop {
 
   /// Re-arms the mode's timerfd if its timers changed and drains the wake-up eventfd; returns
   /// the set to wait on and the policy to wait by.
-  private func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
+  func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
     lock.withLock {
       if mode.timerNeedsArming { mode.rearmTimer() }
       // The wake-up eventfd is drained here, before the next wait, rather than right after
@@ -299,7 +302,7 @@ extension Loop {
 
   /// Files one event under the wake-up port, the timer or the descriptors. Returns what
   /// woke the loop only when `naming` (an untraced loop never builds it).
-  private func classifyLocked(
+  func classifyLocked(
     _ event: Epoll.Event, in mode: ModeState, into result: inout WakeResult,
     counting causes: inout WakeCauses, naming: Bool
   ) -> LoopTracer.WakeCause? {
@@ -327,7 +330,7 @@ extension Loop {
   }
 
   /// Adds one blocking wait to the metrics: time asleep, and what ended it.
-  private func countWakeLocked(
+  func countWakeLocked(
     _ causes: WakeCauses, slept: (start: LoopClock.Instant, end: LoopClock.Instant)
   ) {
     var causes = causes

@@ -26,6 +26,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The owner's name when the loop was created (a resident thread names itself first).
   let threadName: String?
   let lock = Lock()
+  /// A `VirtualLoop`'s clock, which the loop reads and moves instead of CLOCK_MONOTONIC and
+  /// sleeping; nil for the loop of a thread.
+  let virtualClock: VirtualClock?
   /// The loop's wake-up port, registered in every mode's epoll set. Made with the loop or,
   /// when the process was out of descriptors then, with its first mode: `Loop.current` must
   /// answer whatever the descriptor table holds, and a mode cannot exist without it. Set
@@ -157,10 +160,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     var stopRequested = false
   }
 
-  init(thread: pthread_t, threadID: pid_t) {
+  init(thread: pthread_t, threadID: pid_t, virtualClock: VirtualClock? = nil) {
     self.thread = thread
     self.threadID = threadID
     self.threadName = ThreadName.of(thread)
+    self.virtualClock = virtualClock
     // Out of descriptors, the loop exists without it; its first mode makes it or throws.
     wakeFD = try? EventFD()
   }
@@ -191,7 +195,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     in mode: Mode = .default, for duration: Duration, returnAfterSourceHandled: Bool = false
   ) -> RunResult {
     return runMode(
-      mode, until: .after(duration), returnAfterSourceHandled: returnAfterSourceHandled)
+      mode, until: instant(after: duration), returnAfterSourceHandled: returnAfterSourceHandled)
   }
 
   /// Runs the loop in `mode` until `deadline`, or until stopped, empty or a source is handled.
@@ -233,10 +237,27 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     }
   }
 
-  private func runMode(
-    _ name: Mode, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool
+  /// `onePass` (a `VirtualLoop.step()`) ends the run after its first pass, with what a run
+  /// of zero duration returns then.
+  func runMode(
+    _ name: Mode, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool,
+    onePass: Bool = false
   ) -> RunResult {
+    // A virtual loop's thread is whichever thread drives it (see `VirtualLoop`).
+    if let virtualClock {
+      return virtualClock.driving(self) {
+        runOwnMode(name, until: deadline, returnAfterSourceHandled, onePass: onePass)
+      }
+    }
     requireOwnThread(for: "run(in: \(name))")
+    return runOwnMode(name, until: deadline, returnAfterSourceHandled, onePass: onePass)
+  }
+
+  /// A run on the loop's own thread, from entry to exit.
+  private func runOwnMode(
+    _ name: Mode, until deadline: LoopClock.Instant?, _ returnAfterSourceHandled: Bool,
+    onePass: Bool
+  ) -> RunResult {
     serveMainQueueIfMainThread()
     // An empty (or missing) mode returns at once without telling any observer, as in CF.
     guard let mode = lock.withLock({ liveModeLocked(name) }) else {
@@ -244,17 +265,18 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       return .finished
     }
     lock.withLock {
-      if frames.isEmpty { outermostRunStart = .now }
+      if frames.isEmpty { outermostRunStart = now }
       frames.append(RunFrame(mode: name))
     }
     notifyObservers(.entry, in: mode)
-    let result = iterate(mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled)
+    let result = iterate(
+      mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled, onePass: onePass)
     notifyObservers(.exit, in: mode)
     traceSink(name)?.record(.returned(result))
     lock.withLock {
       _ = frames.popLast()
       if frames.isEmpty, let start = outermostRunStart {
-        counters.timeRunning += start.duration(to: .now)
+        counters.timeRunning += start.duration(to: now)
         outermostRunStart = nil
       }
       // A nested run may have consumed a wake-up meant for the run it returns to (a block
@@ -266,7 +288,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
   /// The body of a run: one pass per turn of the loop, in CFRunLoop's order.
   private func iterate(
-    _ mode: ModeState, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool
+    _ mode: ModeState, until deadline: LoopClock.Instant?, returnAfterSourceHandled: Bool,
+    onePass: Bool
   ) -> RunResult {
     // A stop requested by an entry observer ends the run before its first pass.
     if takeStopRequest() { return .stopped }
@@ -281,7 +304,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       // Work was done, time is up, or the mode emptied (nothing of its own could ever wake
       // it): look at the kernel without sleeping.
       let poll =
-        sourceHandled || deadline.map { $0 <= .now } == true
+        sourceHandled || deadline.map { $0 <= now } == true
         || lock.withLock { isEmptyLocked(mode) }
       if !poll { notifyObservers(.beforeWaiting, in: mode) }
       let woke = waitForEvents(in: mode, until: deadline, poll: poll)
@@ -295,9 +318,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       performBlocks(in: mode)
 
       if sourceHandled && returnAfterSourceHandled { return .handledSource }
-      if let deadline, deadline <= .now { return .timedOut }
+      if let deadline, deadline <= now { return .timedOut }
       if takeStopRequest() { return .stopped }
       if lock.withLock({ isEmptyLocked(mode) }) { return .finished }
+      if onePass { return .timedOut }
     }
   }
 
@@ -331,6 +355,19 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// its first sleep. Safe from any thread.
   public func wakeUp() {
     send(lock.withLock { requestWakeLocked() })
+  }
+
+  /// The loop's clock now: CLOCK_MONOTONIC (`LoopClock.Instant.now`) for the loop of a thread,
+  /// the virtual clock for a `VirtualLoop`'s. Code that computes deadlines for a loop reads
+  /// this rather than `LoopClock.Instant.now`, so that it runs unchanged on a virtual loop.
+  public var now: LoopClock.Instant { virtualClock?.now ?? .now }
+
+  /// Whether this is a `VirtualLoop`'s loop (for the executors' `Task.sleep`).
+  package var isVirtual: Bool { virtualClock != nil }
+
+  /// `now` plus `delay`, a negative delay counting as zero: the rule every delay follows.
+  func instant(after delay: Duration) -> LoopClock.Instant {
+    now.advanced(by: max(delay, .zero))
   }
 
   /// True while the loop's thread is blocked in the kernel waiting for something to happen;

@@ -46,6 +46,21 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
     return loop
   }
 
+  /// Makes `loop` the calling thread's current loop until `restoreCurrent` (a
+  /// `VirtualLoop`'s, while the thread drives it); returns what it replaced. The pointer is
+  /// unretained: the drive keeps the loop alive. The thread's own loop, if it has one, is
+  /// kept in the table and comes back on restore.
+  func shadowCurrent(with loop: Loop) -> UnsafeMutableRawPointer? {
+    let previous = pthread_getspecific(key)
+    pthread_setspecific(key, Unmanaged.passUnretained(loop).toOpaque())
+    return previous
+  }
+
+  /// Undoes `shadowCurrent`.
+  func restoreCurrent(_ previous: UnsafeMutableRawPointer?) {
+    pthread_setspecific(key, previous)
+  }
+
   /// The calling thread's loop if it has one already (none is created).
   func existingLoop() -> Loop? {
     pthread_getspecific(key).map { Unmanaged<Loop>.fromOpaque($0).takeUnretainedValue() }

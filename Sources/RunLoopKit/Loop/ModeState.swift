@@ -58,8 +58,14 @@ final class ModeState {
   /// listens. Written under the loop's lock, read without it.
   let observedActivities = Atomic<UInt>(0)
 
-  init(mode: Loop.Mode, wakeFD: EventFD) throws(LoopError) {
+  /// The mode of a `VirtualLoop`'s loop: its timerfd is never armed, and the deadline it
+  /// would be armed at is kept in `virtualDeadline` for the virtual wait to jump to.
+  let isVirtual: Bool
+  private var virtualDeadline: LoopClock.Instant?
+
+  init(mode: Loop.Mode, wakeFD: EventFD, isVirtual: Bool = false) throws(LoopError) {
     self.mode = mode
+    self.isVirtual = isVirtual
     epoll = try Epoll()
     timerFD = try TimerFD()
     try ModeState.watchLoopDescriptors(in: epoll, wakeFD: wakeFD, timerFD: timerFD)
@@ -131,12 +137,16 @@ final class ModeState {
 
   /// When the timerfd is armed to go off (nil: disarmed). A loop asleep on its futex uses it
   /// as the sleep's deadline.
-  var armedDeadline: LoopClock.Instant? { timerFD.armedDeadline }
+  var armedDeadline: LoopClock.Instant? { isVirtual ? virtualDeadline : timerFD.armedDeadline }
 
   /// Re-arms the timerfd for the current earliest wake deadline (or disarms it).
   func rearmTimer() {
     do {
       timerNeedsArming = false
+      if isVirtual {
+        virtualDeadline = timers.wakeDeadline()
+        return
+      }
       try timerFD.arm(at: timers.wakeDeadline())
     } catch {
       preconditionFailure("re-arming the timer of mode \(mode) failed: \(error)")

@@ -19,7 +19,7 @@ extension Loop {
   public func perform(
     after delay: Duration, in modes: [Mode] = [.common], _ block: sending @escaping () -> Void
   ) throws(LoopError) -> ScheduledBlock {
-    try schedule(block, at: .after(delay), in: modes)
+    try schedule(block, at: instant(after: delay), in: modes)
   }
 
   /// Runs `block` once on the loop's thread at `deadline` or later; a deadline in the past

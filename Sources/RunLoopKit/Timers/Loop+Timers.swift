@@ -10,7 +10,8 @@ extension Loop {
   /// re-arm, not a thousand. Another thread cannot know when the loop will next look, so
   /// changes from there re-arm at once: a sleeping loop must wake for a new earlier timer.
   func timersChangedLocked(in mode: ModeState) {
-    if pthread_equal(pthread_self(), thread) != 0 {
+    // A virtual loop arms no timerfd: re-arming only notes the deadline, at once.
+    if virtualClock == nil, pthread_equal(pthread_self(), thread) != 0 {
       mode.timerNeedsArming = true
     } else {
       mode.rearmTimer()
@@ -26,9 +27,9 @@ extension Loop {
   /// Unlike CF, which checks only that a timer is still valid, this also skips one an earlier
   /// handler removed from the mode (a deliberate difference, listed in the README).
   func fireTimers(in mode: ModeState) {
-    let now = LoopClock.Instant.now
+    let now = self.now
     let candidates = lock.withLock { () -> [LoopTimer] in
-      _ = try? mode.timerFD.acknowledge()
+      if virtualClock == nil { _ = try? mode.timerFD.acknowledge() }
       return mode.timers.due(at: now)
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
@@ -81,7 +82,8 @@ extension Loop {
     let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Duration) in
       let current = timer.scheduleUnlocked
       let next = LoopTimer.nextFireDate(
-        after: firedAt, current: current.fireDate, interval: interval, now: .now)
+        after: firedAt, current: current.fireDate, interval: interval, now: now,
+        wasSet: current.wasSet)
       timer.setFireDateUnlocked(next)
       return (next, current.tolerance)
     }

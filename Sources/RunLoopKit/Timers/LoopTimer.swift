@@ -54,8 +54,14 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   @exclusivity(unchecked) private var storedHandler: Handler?
   /// Guarded by `binding.lock`.
   @exclusivity(unchecked) private var storedFireDate: LoopClock.Instant
-  /// Guarded by `binding.lock`.
-  @exclusivity(unchecked) private var storedTolerance: Duration
+  /// In nanoseconds, which leaves room for `pendingDelay` without making the timer larger
+  /// (it is 200 bytes, 8 short of the next allocation size). Guarded by `binding.lock`.
+  @exclusivity(unchecked) private var storedTolerance: Int64
+  /// The delay `init(after:)` was given, in nanoseconds, until the timer is first bound
+  /// (`noPendingDelay` otherwise). A loop of a thread ignores it: the fire date was counted
+  /// from the real now at creation, as CF counts it. A `VirtualLoop`'s loop counts it from its
+  /// virtual now instead when the timer is first added there. Guarded by `binding.lock`.
+  @exclusivity(unchecked) private var pendingDelay: Int64
   /// The tolerance its heap entries were keyed with (the same in every mode), kept here rather
   /// than in each entry so entries stay small. Guarded by the owner loop's lock.
   @exclusivity(unchecked) var scheduledTolerance = Duration.zero
@@ -65,6 +71,10 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// what it captured on the loop's thread only (see `Loop.releaseOnOwnThread`). Next to
   /// `isFiring`, in what was padding: a field at the end made every timer 16 bytes larger.
   let releasesOnLoopThread: Bool
+  /// `fireDate` was set since the timer's callout began: the loop honours that date after
+  /// the callout even when it equals the date just fired (as it does on a virtual loop, where
+  /// no time passes in a callout). In padding too. Guarded by `binding.lock`.
+  @exclusivity(unchecked) private var fireDateSet = false
 
   /// `nil` for a one-shot timer.
   public let interval: Duration?
@@ -125,8 +135,11 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     self.releasesOnLoopThread = releasesOnLoopThread
     self.storedHandler = handler
     self.storedFireDate = fireDate
-    self.storedTolerance = tolerance
+    self.storedTolerance = tolerance.saturatedNanoseconds
+    self.pendingDelay = LoopTimer.noPendingDelay
   }
+
+  static let noPendingDelay = Int64.min
 
   /// A timer that first fires `delay` from now. A delay of zero or less fires on the loop's
   /// next pass, as CF and `DispatchQueue.asyncAfter` treat a date already past.
@@ -142,6 +155,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     try self.init(
       label: label, fireAt: .after(delay), interval: interval,
       tolerance: tolerance, order: order, handler: handler)
+    pendingDelay = max(delay, .zero).saturatedNanoseconds
   }
 
   /// CF-style construction from seconds (`CFTimeInterval`), under the same rules as the
@@ -192,33 +206,39 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   public var fireDate: LoopClock.Instant {
     get { binding.lock.withLock { storedFireDate } }
     set {
-      let newValue = max(newValue, .now)
-      changeSchedule { storedFireDate = newValue }
+      changeSchedule { now in
+        storedFireDate = max(newValue, now)
+        pendingDelay = LoopTimer.noPendingDelay
+        fireDateSet = true
+      }
     }
   }
 
   /// How late the timer may fire to share a wake with others. Negative values become zero.
   /// Setting it on an invalid timer does nothing, like setting `fireDate`.
   public var tolerance: Duration {
-    get { binding.lock.withLock { storedTolerance } }
+    get { binding.lock.withLock { .nanoseconds(storedTolerance) } }
     set {
-      let value = max(newValue, .zero)
-      changeSchedule { storedTolerance = value }
+      let value = max(newValue, .zero).saturatedNanoseconds
+      changeSchedule { _ in storedTolerance = value }
     }
   }
 
   /// Applies `change` (under `binding.lock`) while the timer is valid, and re-keys it in its
   /// loop's heaps when it is bound. Validity is checked in the same hold of the lock that
   /// makes the change, so a change racing `invalidate()` is either made before it or dropped.
-  private func changeSchedule(_ change: () -> Void) {
+  /// `change` is given the now of the timer's loop's clock (the real one while unbound).
+  private func changeSchedule(_ change: (LoopClock.Instant) -> Void) {
     let owner = binding.lock.withLock { () -> Loop? in
       guard bindingState.isValid else { return nil }
       if let loop = bindingState.loop { return loop }
-      change()
+      change(.now)
       return nil
     }
-    owner?.reschedule(self) { [self] in
-      if bindingState.isValid { change() }
+    guard let owner else { return }
+    let now = owner.now
+    owner.reschedule(self) { [self] in
+      if bindingState.isValid { change(now) }
     }
   }
 
@@ -262,9 +282,22 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   func bindReadingSchedule(
     to loop: Loop
   ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
-    try binding.lock.withLock { () throws(LoopError) in
-      (try bindingState.bind(to: loop, kind: "LoopTimer"), storedFireDate, storedTolerance)
+    try binding.lock.withLock { () throws(LoopError) in try bindUnlocked(to: loop) }
+  }
+
+  /// Binds and reads the schedule; the caller holds `binding.lock`, or the timer is fresh.
+  /// The first bind settles a pending delay: a virtual loop counts it from its own now.
+  private func bindUnlocked(
+    to loop: Loop
+  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
+    let newlyBound = try bindingState.bind(to: loop, kind: "LoopTimer")
+    if newlyBound, pendingDelay != LoopTimer.noPendingDelay {
+      if let clock = loop.virtualClock {
+        storedFireDate = clock.now.advanced(by: .nanoseconds(pendingDelay))
+      }
+      pendingDelay = LoopTimer.noPendingDelay
     }
+    return (newlyBound, storedFireDate, .nanoseconds(storedTolerance))
   }
 
   /// `bindReadingSchedule(to:)` for a timer its caller made just now on the loop's own
@@ -273,7 +306,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   func bindFreshReadingSchedule(
     to loop: Loop
   ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
-    (try bindingState.bind(to: loop, kind: "LoopTimer"), storedFireDate, storedTolerance)
+    try bindUnlocked(to: loop)
   }
 
   /// `ItemBinding.bind(to:)` (`LoopItem`).
@@ -297,25 +330,28 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     binding.lock.lock()
     defer { binding.lock.unlock() }
     guard bindingState.isValid, storedFireDate <= now, let storedHandler else { return nil }
+    fireDateSet = false
     return (storedFireDate, storedHandler)
   }
 
-  /// Fire date and tolerance read together; the caller must hold `binding.lock`.
-  var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Duration) {
-    (storedFireDate, storedTolerance)
+  /// Fire date and tolerance read together, and whether the fire date was set since the
+  /// last callout began; the caller must hold `binding.lock`.
+  var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Duration, wasSet: Bool) {
+    (storedFireDate, .nanoseconds(storedTolerance), fireDateSet)
   }
 
   /// Sets the fire date; the caller must hold `binding.lock`.
   func setFireDateUnlocked(_ date: LoopClock.Instant) { storedFireDate = date }
 
   /// The fire date after one that has just fired: a date the handler set is honoured (the
-  /// setter turns a past date into now, so it is later than the date just fired), otherwise
-  /// the first point of the original grid after `now`.
+  /// setter turns a past date into now, so it is later than the date just fired, or equal on
+  /// a virtual clock, which `wasSet` tells apart), otherwise the first point of the original
+  /// grid after `now`.
   static func nextFireDate(
     after fired: LoopClock.Instant, current: LoopClock.Instant, interval: Duration,
-    now: LoopClock.Instant
+    now: LoopClock.Instant, wasSet: Bool = false
   ) -> LoopClock.Instant {
-    if current > fired { return current }
+    if current > fired || (wasSet && current == fired) { return current }
     let step = max(interval.saturatedNanoseconds, 1)
     if fired.nanoseconds > Int64.max - step { return .distantFuture }
     let behind = now.nanoseconds - fired.nanoseconds

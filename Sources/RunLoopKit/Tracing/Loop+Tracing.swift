@@ -10,22 +10,20 @@ extension Loop {
     let token: UInt64
     let mode: Mode
     let depth: Int
+    /// The loop's virtual clock, if it has one: events are stamped on the loop's clock.
+    let clock: VirtualClock?
 
     /// When a callout starts; pass it to `record(_:since:)` once the callout returns.
-    var now: LoopClock.Instant { .now }
+    var now: LoopClock.Instant { clock?.now ?? .now }
 
     /// Records something that began at `start` (nil: an instant) and ends now.
     func record(_ kind: LoopTracer.Kind, since start: LoopClock.Instant? = nil) {
-      let end = LoopClock.Instant.now
+      let end = now
       record(kind, from: start ?? end, to: end)
     }
 
     func record(_ kind: LoopTracer.Kind, from start: LoopClock.Instant, to end: LoopClock.Instant) {
-      tracer.record(
-        LoopTracer.Event(
-          start: tracer.origin.duration(to: start), duration: start.duration(to: end),
-          depth: depth, mode: mode, kind: kind),
-        token: token)
+      tracer.record(kind, from: start, to: end, depth: depth, mode: mode, token: token)
     }
   }
 
@@ -36,7 +34,9 @@ extension Loop {
     guard tracing.load(ordering: .relaxed) else { return nil }
     return lock.withLock {
       tracer.map {
-        TraceSink(tracer: $0, token: tracerToken, mode: mode, depth: frames.count + extraDepth)
+        TraceSink(
+          tracer: $0, token: tracerToken, mode: mode, depth: frames.count + extraDepth,
+          clock: virtualClock)
       }
     }
   }

@@ -58,7 +58,7 @@ extension Loop {
   public var metrics: Metrics {
     lock.withLock {
       var snapshot = counters
-      let now = LoopClock.Instant.now
+      let now = self.now
       if let start = outermostRunStart { snapshot.timeRunning += start.duration(to: now) }
       if let start = sleepStart {
         snapshot.timeAsleep += start.duration(to: now)

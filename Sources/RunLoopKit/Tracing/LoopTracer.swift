@@ -99,14 +99,21 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
 
   /// The most events kept; older ones are dropped first.
   public let capacity: Int
-  /// Time zero of every event's `start`.
-  public let origin: LoopClock.Instant
+  /// Time zero of every event's `start`: when the tracer was made, or, while it follows a
+  /// `VirtualLoop`'s loop, where that loop's virtual clock began (so two runs of the same
+  /// scenario trace the same figures).
+  public var origin: LoopClock.Instant { lock.withLock { state.origin } }
+  /// When the tracer was made, on CLOCK_MONOTONIC.
+  private let createdAt: LoopClock.Instant
   /// A pthread mutex, not `Mutex`, so ThreadSanitizer sees the synchronisation.
   private let lock = Lock()
-  private var state = State()
+  private var state: State
 
   private struct State {
+    var origin: LoopClock.Instant
     var ring: [Event] = []
+    /// Every event recorded since the tracer was made, dropped ones included.
+    var recorded = 0
     /// Where the next event goes once the ring is full.
     var next = 0
     var dropped = 0
@@ -122,7 +129,9 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   /// - Parameter capacity: how many events to keep (at least 1); the oldest go first.
   public init(capacity: Int = 10_000) {
     self.capacity = max(1, capacity)
-    self.origin = .now
+    let now = LoopClock.Instant.now
+    self.createdAt = now
+    self.state = State(origin: now)
   }
 
   /// Starts recording what `loop` does. A loop has at most one tracer and a tracer follows
@@ -146,11 +155,13 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       }
       state.lastToken += 1
       // Read before the install: from then on the loop may stamp events with this token.
-      let attachedAt = origin.duration(to: .now)
+      let origin = loop.virtualClock?.start ?? createdAt
+      let attachedAt = origin.duration(to: loop.now)
       try loop.installTracer(self, token: state.lastToken)
       state.loop = loop
       state.token = state.lastToken
       state.attachedAt = attachedAt
+      state.origin = origin
     }
   }
 
@@ -172,6 +183,20 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   /// Events that did not fit in `capacity` and were dropped, oldest first.
   public var dropped: Int { lock.withLock { state.dropped } }
 
+  /// How many events were recorded so far, dropped and cleared ones included: a mark for
+  /// `events(recordedSince:)`.
+  var recordedCount: Int { lock.withLock { state.recorded } }
+
+  /// The events recorded after `mark` (a `recordedCount`) that are still kept, oldest first.
+  func events(recordedSince mark: Int) -> [Event] {
+    lock.withLock {
+      let kept = state.ring.count
+      let wanted = min(kept, max(0, state.recorded - mark))
+      let ordered = Array(state.ring[state.next...] + state.ring[..<state.next])
+      return Array(ordered.suffix(wanted))
+    }
+  }
+
   /// Forgets every event recorded so far (keeps recording if attached).
   public func clear() {
     lock.withLock {
@@ -181,18 +206,25 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     }
   }
 
-  func record(_ event: Event, token: UInt64) {
+  /// Records `kind` from `start` to `end` on the followed loop's clock.
+  func record(
+    _ kind: Kind, from start: LoopClock.Instant, to end: LoopClock.Instant, depth: Int,
+    mode: Loop.Mode, token: UInt64
+  ) {
     lock.withLock {
       // A phase takes its sink before a callout and records after it; if the tracer was
       // detached (or moved to another loop) meanwhile, what that phase saw is not ours.
       guard state.token == token else { return }
       // Something that ended before the attach (a spin just before an attach-while-asleep).
+      var event = Event(
+        start: state.origin.duration(to: start), duration: start.duration(to: end),
+        depth: depth, mode: mode, kind: kind)
       guard event.end >= state.attachedAt else { return }
-      var event = event
       if event.start < state.attachedAt {  // a sleep that began before the attach
         event.duration = event.end - state.attachedAt
         event.start = state.attachedAt
       }
+      state.recorded += 1
       if state.ring.count < capacity {
         state.ring.append(event)
       } else {

@@ -1,0 +1,108 @@
+import Glibc
+import Synchronization
+
+/// The clock of a `VirtualLoop`'s loop, and who drives that loop now.
+///
+/// The loop reads its time here instead of CLOCK_MONOTONIC (`Loop.now`), and its wait phase
+/// moves this clock instead of sleeping (Loop+VirtualWait.swift). The instant is an atomic so
+/// any thread may read it (`perform(after:)` from another thread counts from it); only the
+/// driving thread moves it.
+///
+/// Driving: the thread inside a run of the loop (or a `VirtualLoop` call) is the loop's
+/// thread for that long, and `Loop.current` there answers the virtual loop. One thread at a
+/// time; the calls nest on that thread. Between drives the loop's thread is its *owner*: the
+/// thread that made it or drove it last (so a test's own thread may use `assumeIsolated()`).
+final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarded by `lock`
+  private let nanoseconds: Atomic<Int64>
+  /// See `VirtualLoop.autoAdvance`.
+  let autoAdvance: Atomic<Bool>
+  private let lock = Lock()
+  private var driver: pthread_t?
+  private var depth = 0
+  private var owner = pthread_self()
+  /// What `Loop.current` answered on the driving thread before the drive began.
+  private var shadowed: UnsafeMutableRawPointer?
+  /// The latest instant a run may move the clock to on its own when it would sleep: the
+  /// target of the `advance` in progress. The driving thread only.
+  private var horizonStorage: LoopClock.Instant?
+
+  /// Where the clock began: time zero of traces and messages.
+  let start: LoopClock.Instant
+
+  init(start: LoopClock.Instant, autoAdvance: Bool) {
+    self.start = start
+    nanoseconds = Atomic(start.nanoseconds)
+    self.autoAdvance = Atomic(autoAdvance)
+  }
+
+  var now: LoopClock.Instant {
+    LoopClock.Instant(nanoseconds: nanoseconds.load(ordering: .acquiring))
+  }
+
+  /// Moves the clock forward to `instant` (never back). The driving thread only.
+  func move(to instant: LoopClock.Instant) {
+    if instant > now { nanoseconds.store(instant.nanoseconds, ordering: .releasing) }
+  }
+
+  /// How far a run that would sleep may move the clock: to the target of the `advance` in
+  /// progress, anywhere under auto-advance, otherwise not at all.
+  var horizon: LoopClock.Instant {
+    if autoAdvance.load(ordering: .relaxed) { return .distantFuture }
+    return horizonStorage ?? now
+  }
+
+  /// Runs `body` as the loop's driver, with `horizon` (if given) as the limit of the clock.
+  func driving<T, E: Error>(
+    _ loop: Loop, horizon: LoopClock.Instant? = nil, _ body: () throws(E) -> T
+  ) throws(E) -> T {
+    let outer = enter(loop)
+    let savedHorizon = horizonStorage
+    if let horizon { horizonStorage = horizon }
+    defer {
+      horizonStorage = savedHorizon
+      leave(outer: outer)
+    }
+    return try body()
+  }
+
+  /// Whether the calling thread is the loop's thread now: its driver, or with no drive in
+  /// progress, its owner.
+  var isCurrentThread: Bool {
+    let me = pthread_self()
+    return lock.withLock { pthread_equal(driver ?? owner, me) != 0 }
+  }
+
+  /// Makes the calling thread the driver (or counts one more level of its drive); traps if
+  /// another thread drives the loop now. Returns whether this call began the drive.
+  private func enter(_ loop: Loop) -> Bool {
+    let me = pthread_self()
+    let began = lock.withLock { () -> Bool? in
+      if let driver {
+        guard pthread_equal(driver, me) != 0 else { return nil }
+        depth += 1
+        return false
+      }
+      driver = me
+      owner = me
+      depth = 1
+      return true
+    }
+    guard let began else {
+      fatalError(
+        "RunLoopKit: a VirtualLoop is driven by one thread at a time, and another thread is "
+          + "inside one of its calls or runs now; \(ThreadName.current) tried to drive it too. "
+          + "Drive it from one test thread, and post work to it from others with "
+          + "loop.perform { … }.")
+    }
+    if began { shadowed = LoopRegistry.shared.shadowCurrent(with: loop) }
+    return began
+  }
+
+  private func leave(outer: Bool) {
+    if outer { LoopRegistry.shared.restoreCurrent(shadowed) }
+    lock.withLock {
+      depth -= 1
+      if depth == 0 { driver = nil }
+    }
+  }
+}

@@ -1,0 +1,209 @@
+import CRunLoopShims
+import Glibc
+
+/// A loop whose clock moves only when told: the real `Loop` code — modes, observers, sources,
+/// timers, blocks, CFRunLoop's order — run against a virtual clock, so code that uses a loop
+/// is tested in microseconds and the same way every time.
+///
+/// ```swift
+/// let virtual = VirtualLoop()
+/// let debouncer = Debouncer(on: virtual.loop, delay: .milliseconds(300))
+/// debouncer.input("a")
+/// virtual.advance(by: .milliseconds(299))   // nothing yet
+/// virtual.advance(by: .milliseconds(1))     // fires, with virtual.now == its fire date
+/// ```
+///
+/// - `loop` is an ordinary `Loop`: code written against `Loop` runs on it unchanged. It reads
+///   its time from the virtual clock (`Loop.now`), and its wait phase, instead of sleeping,
+///   moves the clock to the moment the sleep would have ended. Descriptors are real: the wait
+///   looks at them with a zero timeout, and a ready one is handled before any time passes.
+/// - **Who runs it**: the thread that calls `advance`, `runUntilIdle`, `step` (or runs
+///   `loop` itself) is the loop's thread for as long as the call lasts, and `Loop.current`
+///   there answers this loop; the thread's own loop, if it has one, is untouched and answers
+///   again afterwards. One thread at a time: a second thread that tries traps. Any thread may
+///   post to the loop (`perform`, ports, manual sources) at any time; the work runs on the
+///   next call that drives the loop.
+/// - **Delays** count from the virtual now: `perform(after:)`, `run(for:)`, `Task.sleep` on
+///   `loop.executor`, and a `LoopTimer(after:)` counts its delay from the virtual now when it
+///   is first added to this loop (a loop of a thread counts it from the timer's creation, as
+///   CF does).
+/// - **Runs inside callouts** (a nested `run(in:for:)`) run in virtual time too: their waits
+///   move the clock, but no further than the `advance` in progress allows — a run that would
+///   have to wait past that traps with a message, as does any run that would sleep for ever.
+///   With `autoAdvance`, runs move the clock themselves, to the next timer or their deadline.
+///
+/// Mirrors no CF type. The counterparts are SwiftNIO's `EmbeddedEventLoop` (a separate
+/// implementation with no modes, observers or descriptors), Tokio's paused clock (its
+/// auto-advance is `autoAdvance` here) and Android's paused `Looper` under Robolectric.
+public final class VirtualLoop: Sendable {
+  /// The loop: an ordinary `Loop` whose clock is this one's.
+  public let loop: Loop
+  let clock: VirtualClock
+
+  /// Where a `VirtualLoop()` starts its clock: instant zero.
+  public static let defaultStart = LoopClock.Instant(nanoseconds: 0)
+
+  /// - Parameters:
+  ///   - start: the instant the clock starts at; trace timestamps count from it.
+  ///   - autoAdvance: see `autoAdvance`.
+  public init(
+    startingAt start: LoopClock.Instant = VirtualLoop.defaultStart, autoAdvance: Bool = false
+  ) {
+    clock = VirtualClock(start: start, autoAdvance: autoAdvance)
+    loop = Loop(thread: pthread_self(), threadID: crl_gettid(), virtualClock: clock)
+  }
+
+  /// Runs the blocks and jobs the loop accepted and not yet ran (on the releasing thread),
+  /// then tears the loop down as a thread's loop is torn down when its thread exits: items
+  /// are invalidated, descriptors closed, and later posts throw `loopTornDown`.
+  deinit {
+    clock.driving(loop) { loop.runAcceptedWorkBeforeExit() }
+    loop.tearDown()
+  }
+
+  /// The virtual clock's current instant.
+  public var now: LoopClock.Instant { clock.now }
+
+  /// Under auto-advance a run that would sleep moves the clock to the next timer of its mode
+  /// (or its deadline) instead of trapping, so an unmodified program that calls
+  /// `run(in:for:)` or `run()` goes through an hour of timers in milliseconds. A run with
+  /// neither a timer nor a deadline ahead still traps: nothing would ever end its sleep.
+  /// Off by default: then only `advance` moves the clock. Settable at any time.
+  public var autoAdvance: Bool {
+    get { clock.autoAdvance.load(ordering: .relaxed) }
+    set { clock.autoAdvance.store(newValue, ordering: .relaxed) }
+  }
+
+  /// `advance(to: now + duration, in: mode)`; a negative duration counts as zero.
+  public func advance(by duration: Duration, in mode: Loop.Mode = .default) {
+    advance(to: now.advanced(by: max(duration, .zero)), in: mode)
+  }
+
+  /// Runs `mode` while moving the clock from due time to due time up to `target`: each timer
+  /// fires in deadline order with `now` equal to its fire date (later within its tolerance
+  /// when it shares a wake with others, as on a real loop), repeating timers re-arm from
+  /// there, and blocks, sources and ready descriptors are handled as they come. Then runs
+  /// what is left at `target` until idle (`runUntilIdle`): afterwards `now == target`.
+  ///
+  /// Each step of the clock is a pass of the real loop, with the observers told as a
+  /// sleeping loop tells them. A target at or before `now` moves nothing and only runs the
+  /// loop until idle. Timers of other modes do not fire (the loop does not run them), but
+  /// their time passes as it would.
+  public func advance(to target: LoopClock.Instant, in mode: Loop.Mode = .default) {
+    clock.driving(loop, horizon: max(target, now)) {
+      while now < target {
+        let result = loop.runMode(mode, until: target, returnAfterSourceHandled: false)
+        // An empty mode returns at once: nothing of it can happen before the target.
+        if result == .finished { clock.move(to: target) }
+      }
+      runUntilIdleWhileDriving(mode)
+    }
+  }
+
+  /// Runs blocks, signalled manual sources, ready descriptors and timers due now, pass after
+  /// pass, until a pass finds none left; the clock does not move. A loop that keeps making
+  /// work for itself (a block that posts itself) never becomes idle, as on a real loop.
+  public func runUntilIdle(in mode: Loop.Mode = .default) {
+    clock.driving(loop, horizon: now) { runUntilIdleWhileDriving(mode) }
+  }
+
+  /// Makes exactly one pass of the loop in `mode` and reports it. When the pass would sleep
+  /// (nothing ready to handle), the clock moves to the mode's next timer, as a real loop
+  /// would sleep until it; with no timer ahead the pass only looks and returns.
+  @discardableResult
+  public func step(in mode: Loop.Mode = .default) -> Pass {
+    clock.driving(loop) {
+      let start = now
+      let until = max(loop.virtualWakeDeadline(in: mode) ?? start, start)
+      let (tracer, ownTracer) = loop.tracerForStep()
+      let mark = tracer.recordedCount
+      let result = clock.driving(loop, horizon: until) {
+        loop.runMode(mode, until: until, returnAfterSourceHandled: false, onePass: true)
+      }
+      let events = tracer.events(recordedSince: mark)
+      if ownTracer { tracer.detach() }
+      return Pass(
+        mode: mode, result: result, start: start, end: now, events: events, origin: clock.start)
+    }
+  }
+
+  /// Runs `body` now on the calling thread as the loop's thread, without a pass: inside it
+  /// `Loop.current` answers `loop` and `loop.assumeIsolated()` holds, as in the loop's own
+  /// callouts. For code under test that finds its loop through `Loop.current`. The clock does
+  /// not move; work the body posts runs on the next `advance`, `runUntilIdle` or `step`.
+  public func asCurrent<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    try clock.driving(loop, body)
+  }
+
+  /// Runs the loop until idle, over and over, until `condition` holds; returns whether it
+  /// does. While it does not and the loop is idle, waits in real time — at most `limit`
+  /// in all — for work other threads post (a task that resumes from `Task.sleep` on
+  /// `loop.executor` passes through Swift's global executor on its way back). The clock
+  /// does not move: use it after `advance` to let tasks finish what the advance started.
+  @discardableResult
+  public func runUntil(
+    _ condition: () -> Bool, waitingAtMost limit: Duration = .seconds(10),
+    in mode: Loop.Mode = .default
+  ) -> Bool {
+    let giveUp = LoopClock.Instant.now.advanced(by: limit)
+    return clock.driving(loop, horizon: now) {
+      while true {
+        runUntilIdleWhileDriving(mode)
+        if condition() { return true }
+        if LoopClock.Instant.now >= giveUp { return false }
+        loop.waitForPostedWork(until: giveUp)
+      }
+    }
+  }
+
+  private func runUntilIdleWhileDriving(_ mode: Loop.Mode) {
+    while true {
+      let before = loop.workDone
+      _ = loop.runMode(mode, until: now, returnAfterSourceHandled: false)
+      if loop.workDone == before && !loop.hasBlocks(for: mode) { return }
+    }
+  }
+}
+
+extension Loop {
+  /// Blocks run, sources handled and timers fired so far: what `runUntilIdle` watches.
+  var workDone: UInt64 {
+    lock.withLock { counters.blocksRun &+ counters.sourcesHandled &+ counters.timersFired }
+  }
+
+  func hasBlocks(for mode: Mode) -> Bool { lock.withLock { hasBlocksLocked(for: mode) } }
+
+  /// Blocks in real time until a block or job is posted (or a wake-up asked for), or until
+  /// `deadline`: the loop's futex, armed the way a sleeping loop arms it.
+  func waitForPostedWork(until deadline: LoopClock.Instant) {
+    let seen = lock.withLock { () -> UInt32? in
+      guard !wakeRequested, blocks.isEmpty else { return nil }
+      sleeping = true
+      sleepingOnFutex = true
+      return futex.value
+    }
+    if let seen { try? futex.wait(whileValueIs: seen, until: deadline) }
+    lock.withLock {
+      sleeping = false
+      sleepingOnFutex = false
+    }
+  }
+
+  /// The deadline the mode's timer would be armed at (its first timer, tolerance included).
+  func virtualWakeDeadline(in mode: Mode) -> LoopClock.Instant? {
+    lock.withLock { modes[mode]?.armedDeadline }
+  }
+
+  /// The tracer a step reads its events from: the loop's own, or one attached for the step
+  /// (true when the caller must detach it).
+  func tracerForStep() -> (LoopTracer, Bool) {
+    if let attached = lock.withLock({ self.tracer }) { return (attached, false) }
+    let tracer = LoopTracer(capacity: 4096)
+    do {
+      try tracer.attach(to: self)
+    } catch {
+      preconditionFailure("attaching a tracer to a virtual loop for step() failed: \(error)")
+    }
+    return (tracer, true)
+  }
+}
