@@ -11,7 +11,7 @@ struct Options {
       --json FILE    write every figure as JSON
       --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
       --only LIST    run some studies: wake, spin, idle, throughput, threads, timers,
-                     isolated, tracer
+                     isolated, virtual, tracer
     """
 
   static func parse(_ arguments: [String]) -> Options? {

@@ -15,6 +15,7 @@ struct Report: Codable {
   var sleepLateness: [LatenessResult] = []
   var tracer: TracerCostResult?
   var isolated: IsolatedLoopResult?
+  var virtualTime: VirtualTimeResult?
   var targets: [TargetCheck] = []
 }
 
@@ -118,6 +119,7 @@ extension Report {
       )
     }
     printIsolatedLoop()
+    printVirtualTime()
     printLateness(timerLateness, title: "Lateness of a 1 ms repeating timer")
     printLateness(
       sleepLateness, title: "Lateness of Task.sleep(until: 1 ms ahead), alternating rounds")

@@ -43,6 +43,9 @@ if options.wants("timers") {
 if options.wants("isolated") {
   report.isolated = try IsolatedLoopStudy.run(options, progress: progress)
 }
+if options.wants("virtual") {
+  report.virtualTime = try VirtualTimeStudy.run(options, progress: progress)
+}
 if options.wants("tracer") {
   report.tracer = try TracerCostStudy.run(options, progress: progress)
 }

@@ -30,6 +30,10 @@ public struct DemoScenario: Sendable {
       name: "observers", summary: "every activity of a few iterations, in order",
       run: { try ObserversDemo.run().report }),
     DemoScenario(
+      name: "step",
+      summary: "one loop stepped pass by pass in virtual time: the same output on every run",
+      run: StepDemo.run),
+    DemoScenario(
       name: "sources",
       summary: "a signalled manual source waits; a descriptor source wakes the loop",
       run: SourcesDemo.run),

@@ -48,6 +48,20 @@ extension RunLoopKitTests {
       #expect(report.text().contains("\"clock\" fired 0 times"))
     }
 
+    @Test("step: four passes, the same text on every run, the source run on the pass after")
+    func step() throws {
+      let first = try StepDemo.run()
+      let second = try StepDemo.run()
+      #expect(first.text() == second.text(), "virtual time: byte-identical output")
+      try #require(first.steps.count == 4)
+      let kinds = first.steps.map { $0.events.map(\.kind) }
+      #expect(kinds[0].contains(.slept(wokenBy: [.timer])))
+      #expect(kinds[1].contains(.manualSource("button")), "signalled in pass 1, run in pass 2")
+      #expect(!kinds[1].contains { if case .slept = $0 { true } else { false } })
+      #expect(kinds[2].contains(.timer("tick", lateness: .zero)))
+      #expect(first.text().contains("slept 100.00 ms, woken by timer"))
+    }
+
     @Test("observers: the observer is told exactly the activities the trace shows, in order")
     func observers() throws {
       let (report, told) = try ObserversDemo.run()
@@ -245,7 +259,8 @@ extension RunLoopKitTests {
     func everyScenarioRenders() throws {
       #expect(
         DemoScenario.all.map(\.name) == [
-          "keepalive", "modes", "observers", "sources", "search", "network", "concurrency",
+          "keepalive", "modes", "observers", "step", "sources", "search", "network",
+          "concurrency",
         ])
       // Scenarios that run Loop.main are rendered by their XCTest case, on the main thread.
       for scenario in DemoScenario.all where !scenario.needsMainThread {
