@@ -41,6 +41,13 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
       try loop.enqueueJob { unowned.runSynchronously(isolatedTo: serial, taskExecutor: task) }
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
+      if loop.isVirtual {
+        fatalError(
+          "RunLoopKit: a job was enqueued on a VirtualLoop's executor after the VirtualLoop was "
+            + "released (\(error)): a task still ran or slept on it. Let such tasks finish "
+            + "first (advance the clock, then runUntil { … } until they are done), or cancel "
+            + "them and let the cancellation arrive, before the VirtualLoop goes.")
+      }
       fatalError(
         "RunLoopKit: a job was enqueued on the loop of \(loop.threadDescription) after the thread "
           + "exited (\(error)). Keep the thread (a ResidentThread, or a thread that runs its "

@@ -10,6 +10,10 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
   private let lock = Lock()
   private var loops: [pthread_t: Loop] = [:]
   private let key: pthread_key_t
+  /// The `VirtualLoop` the thread drives now, if any: `Loop.current` answers it before the
+  /// thread's own loop. A slot of its own, so `Loop.main`, `isCurrent` and the exit teardown
+  /// still see the thread's real loop. Unretained: the drive keeps the loop alive.
+  private let shadowKey: pthread_key_t
 
   private init() {
     var key = pthread_key_t()
@@ -29,9 +33,21 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
     }
     precondition(result == 0, "pthread_key_create failed with \(result)")
     self.key = key
+    var shadowKey = pthread_key_t()
+    let shadowResult = pthread_key_create(&shadowKey, nil)
+    precondition(shadowResult == 0, "pthread_key_create failed with \(shadowResult)")
+    self.shadowKey = shadowKey
   }
 
   func current() -> Loop {
+    if let shadow = pthread_getspecific(shadowKey) {
+      return Unmanaged<Loop>.fromOpaque(shadow).takeUnretainedValue()
+    }
+    return threadsOwnLoop()
+  }
+
+  /// The calling thread's own loop, made on first use; a virtual loop it drives aside.
+  private func threadsOwnLoop() -> Loop {
     if let stored = pthread_getspecific(key) {
       return Unmanaged<Loop>.fromOpaque(stored).takeUnretainedValue()
     }
@@ -46,19 +62,18 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
     return loop
   }
 
-  /// Makes `loop` the calling thread's current loop until `restoreCurrent` (a
-  /// `VirtualLoop`'s, while the thread drives it); returns what it replaced. The pointer is
-  /// unretained: the drive keeps the loop alive. The thread's own loop, if it has one, is
-  /// kept in the table and comes back on restore.
+  /// Makes `loop` what `Loop.current` answers on the calling thread until `restoreCurrent` (a
+  /// `VirtualLoop`'s, while the thread drives it); returns what it replaced, for nested
+  /// drives of different virtual loops. The thread's own loop is untouched.
   func shadowCurrent(with loop: Loop) -> UnsafeMutableRawPointer? {
-    let previous = pthread_getspecific(key)
-    pthread_setspecific(key, Unmanaged.passUnretained(loop).toOpaque())
+    let previous = pthread_getspecific(shadowKey)
+    pthread_setspecific(shadowKey, Unmanaged.passUnretained(loop).toOpaque())
     return previous
   }
 
   /// Undoes `shadowCurrent`.
   func restoreCurrent(_ previous: UnsafeMutableRawPointer?) {
-    pthread_setspecific(key, previous)
+    pthread_setspecific(shadowKey, previous)
   }
 
   /// The calling thread's loop if it has one already (none is created).
@@ -72,7 +87,7 @@ final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
   }
 
   func main() -> Loop {
-    if crl_is_main_thread() != 0 { return current() }
+    if crl_is_main_thread() != 0 { return threadsOwnLoop() }
     let mainThread = crl_main_thread()
     return lock.withLock {
       if let existing = loops[mainThread] { return existing }

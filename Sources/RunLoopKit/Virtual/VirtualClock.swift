@@ -20,8 +20,6 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   private var driver: pthread_t?
   private var depth = 0
   private var owner = pthread_self()
-  /// What `Loop.current` answered on the driving thread before the drive began.
-  private var shadowed: UnsafeMutableRawPointer?
   /// The latest instant a run may move the clock to on its own when it would sleep: the
   /// target of the `advance` in progress. The driving thread only.
   private var horizonStorage: LoopClock.Instant?
@@ -55,12 +53,27 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   func driving<T, E: Error>(
     _ loop: Loop, horizon: LoopClock.Instant? = nil, _ body: () throws(E) -> T
   ) throws(E) -> T {
-    let outer = enter(loop)
+    enter()
+    // At every level, not only the first: a callout of this loop may drive another virtual
+    // loop, whose callouts must see that one as current, and this one again after.
+    let shadowed = LoopRegistry.shared.shadowCurrent(with: loop)
     let savedHorizon = horizonStorage
-    if let horizon { horizonStorage = horizon }
+    if let horizon {
+      // A VirtualLoop call made from a callout may not carry the clock past the target of
+      // the call in progress: that call promised `now == target` when it returns.
+      if let outer = savedHorizon, horizon > outer {
+        fatalError(
+          "RunLoopKit: a VirtualLoop call inside one of its callouts asked to move the clock "
+            + "to \(Loop.virtualOffset(horizon, self)), past \(Loop.virtualOffset(outer, self)), "
+            + "the target of the call in progress. Advance the clock from the test, after that "
+            + "call returns.")
+      }
+      horizonStorage = horizon
+    }
     defer {
       horizonStorage = savedHorizon
-      leave(outer: outer)
+      LoopRegistry.shared.restoreCurrent(shadowed)
+      leave()
     }
     return try body()
   }
@@ -73,33 +86,29 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   }
 
   /// Makes the calling thread the driver (or counts one more level of its drive); traps if
-  /// another thread drives the loop now. Returns whether this call began the drive.
-  private func enter(_ loop: Loop) -> Bool {
+  /// another thread drives the loop now.
+  private func enter() {
     let me = pthread_self()
-    let began = lock.withLock { () -> Bool? in
+    let entered = lock.withLock { () -> Bool in
       if let driver {
-        guard pthread_equal(driver, me) != 0 else { return nil }
-        depth += 1
-        return false
+        guard pthread_equal(driver, me) != 0 else { return false }
+      } else {
+        driver = me
+        owner = me
       }
-      driver = me
-      owner = me
-      depth = 1
+      depth += 1
       return true
     }
-    guard let began else {
+    guard entered else {
       fatalError(
         "RunLoopKit: a VirtualLoop is driven by one thread at a time, and another thread is "
           + "inside one of its calls or runs now; \(ThreadName.current) tried to drive it too. "
           + "Drive it from one test thread, and post work to it from others with "
           + "loop.perform { … }.")
     }
-    if began { shadowed = LoopRegistry.shared.shadowCurrent(with: loop) }
-    return began
   }
 
-  private func leave(outer: Bool) {
-    if outer { LoopRegistry.shared.restoreCurrent(shadowed) }
+  private func leave() {
     lock.withLock {
       depth -= 1
       if depth == 0 { driver = nil }

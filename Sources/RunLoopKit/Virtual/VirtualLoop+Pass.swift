@@ -50,9 +50,14 @@ extension VirtualLoop {
     /// A header line, then the pass as `LoopTracer.timeline(of:)` renders it (times in
     /// milliseconds since the clock began).
     public var description: String {
-      "pass in \"\(mode)\" from t = \(LoopTracer.format(origin.duration(to: start))) to "
-        + "\(LoopTracer.format(origin.duration(to: end))), returned \(result)\n"
+      "pass in \"\(mode)\" from \(Pass.milliseconds(origin.duration(to: start))) to "
+        + "\(Pass.milliseconds(origin.duration(to: end))) ms, returned .\(result)\n"
         + LoopTracer.timeline(of: events)
+    }
+
+    /// "100.000": milliseconds with three decimals, as the timeline's time column.
+    static func milliseconds(_ duration: Duration) -> String {
+      LoopTracer.fixed(duration.saturatedNanoseconds / 1_000, unit: 1_000, decimals: 3)
     }
 
     /// The events of the step's own run, not of runs nested in its callouts.

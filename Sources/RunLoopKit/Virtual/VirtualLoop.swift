@@ -80,21 +80,28 @@ public final class VirtualLoop: Sendable {
   }
 
   /// Runs `mode` while moving the clock from due time to due time up to `target`: each timer
-  /// fires in deadline order with `now` equal to its fire date (later within its tolerance
-  /// when it shares a wake with others, as on a real loop), repeating timers re-arm from
-  /// there, and blocks, sources and ready descriptors are handled as they come. Then runs
-  /// what is left at `target` until idle (`runUntilIdle`): afterwards `now == target`.
+  /// fires in deadline order with `now` equal to its fire date (a timer with a tolerance at the
+  /// end of its window, where a real loop wakes for it too, with the timers due by then),
+  /// repeating timers re-arm from there, and blocks, sources and ready descriptors are
+  /// handled as they come. Then runs what is left at `target` until idle (`runUntilIdle`):
+  /// afterwards `now == target`.
   ///
   /// Each step of the clock is a pass of the real loop, with the observers told as a
   /// sleeping loop tells them. A target at or before `now` moves nothing and only runs the
   /// loop until idle. Timers of other modes do not fire (the loop does not run them), but
-  /// their time passes as it would.
+  /// their time passes as it would. Called from one of the loop's own callouts, it may not
+  /// move the clock past the target of the call in progress (that traps).
   public func advance(to target: LoopClock.Instant, in mode: Loop.Mode = .default) {
+    Loop.requireRunnable(mode, for: "VirtualLoop.advance")
     clock.driving(loop, horizon: max(target, now)) {
       while now < target {
+        let (start, work) = (now, loop.workDone)
         let result = loop.runMode(mode, until: target, returnAfterSourceHandled: false)
-        // An empty mode returns at once: nothing of it can happen before the target.
-        if result == .finished { clock.move(to: target) }
+        // An empty mode returns at once: nothing of it can happen before the target. A run
+        // that a callout stops before it does anything (an entry observer that stops every
+        // run) cannot get there either; time passes all the same.
+        let stuck = result == .stopped && now == start && loop.workDone == work
+        if result == .finished || stuck { clock.move(to: target) }
       }
       runUntilIdleWhileDriving(mode)
     }
@@ -104,6 +111,7 @@ public final class VirtualLoop: Sendable {
   /// pass, until a pass finds none left; the clock does not move. A loop that keeps making
   /// work for itself (a block that posts itself) never becomes idle, as on a real loop.
   public func runUntilIdle(in mode: Loop.Mode = .default) {
+    Loop.requireRunnable(mode, for: "VirtualLoop.runUntilIdle")
     clock.driving(loop, horizon: now) { runUntilIdleWhileDriving(mode) }
   }
 
@@ -112,7 +120,8 @@ public final class VirtualLoop: Sendable {
   /// would sleep until it; with no timer ahead the pass only looks and returns.
   @discardableResult
   public func step(in mode: Loop.Mode = .default) -> Pass {
-    clock.driving(loop) {
+    Loop.requireRunnable(mode, for: "VirtualLoop.step")
+    return clock.driving(loop) {
       let start = now
       let until = max(loop.virtualWakeDeadline(in: mode) ?? start, start)
       let (tracer, ownTracer) = loop.tracerForStep()
@@ -137,22 +146,45 @@ public final class VirtualLoop: Sendable {
 
   /// Runs the loop until idle, over and over, until `condition` holds; returns whether it
   /// does. While it does not and the loop is idle, waits in real time — at most `limit`
-  /// in all — for work other threads post (a task that resumes from `Task.sleep` on
-  /// `loop.executor` passes through Swift's global executor on its way back). The clock
-  /// does not move: use it after `advance` to let tasks finish what the advance started.
+  /// in all — for what other threads bring: posted blocks and jobs, port messages, ready
+  /// descriptors. The clock does not move: use it after `advance` to let tasks finish what
+  /// the advance started (a task that resumes from `Task.sleep` on `loop.executor` passes
+  /// through Swift's global executor on its way back).
+  ///
+  /// It blocks its thread while it waits. In async code use the `async` overload, which
+  /// waits without holding one of Swift's cooperative threads: the task it waits for may
+  /// need that thread to get back to the loop.
   @discardableResult
   public func runUntil(
     _ condition: () -> Bool, waitingAtMost limit: Duration = .seconds(10),
     in mode: Loop.Mode = .default
   ) -> Bool {
+    Loop.requireRunnable(mode, for: "VirtualLoop.runUntil")
     let giveUp = LoopClock.Instant.now.advanced(by: limit)
     return clock.driving(loop, horizon: now) {
       while true {
         runUntilIdleWhileDriving(mode)
         if condition() { return true }
         if LoopClock.Instant.now >= giveUp { return false }
-        loop.waitForPostedWork(until: giveUp)
+        loop.waitForOutsideWork(in: mode, until: giveUp)
       }
+    }
+  }
+
+  /// `runUntil` for async code: between looks it suspends (for 100 µs of real time) instead
+  /// of blocking its thread, so the work it waits for can use the thread meanwhile.
+  @discardableResult
+  public func runUntil(
+    _ condition: () -> Bool, waitingAtMost limit: Duration = .seconds(10),
+    in mode: Loop.Mode = .default
+  ) async -> Bool {
+    Loop.requireRunnable(mode, for: "VirtualLoop.runUntil")
+    let giveUp = LoopClock.Instant.now.advanced(by: limit)
+    while true {
+      runUntilIdle(in: mode)
+      if condition() { return true }
+      if LoopClock.Instant.now >= giveUp { return false }
+      try? await Task.sleep(for: .microseconds(100))
     }
   }
 
@@ -162,48 +194,5 @@ public final class VirtualLoop: Sendable {
       _ = loop.runMode(mode, until: now, returnAfterSourceHandled: false)
       if loop.workDone == before && !loop.hasBlocks(for: mode) { return }
     }
-  }
-}
-
-extension Loop {
-  /// Blocks run, sources handled and timers fired so far: what `runUntilIdle` watches.
-  var workDone: UInt64 {
-    lock.withLock { counters.blocksRun &+ counters.sourcesHandled &+ counters.timersFired }
-  }
-
-  func hasBlocks(for mode: Mode) -> Bool { lock.withLock { hasBlocksLocked(for: mode) } }
-
-  /// Blocks in real time until a block or job is posted (or a wake-up asked for), or until
-  /// `deadline`: the loop's futex, armed the way a sleeping loop arms it.
-  func waitForPostedWork(until deadline: LoopClock.Instant) {
-    let seen = lock.withLock { () -> UInt32? in
-      guard !wakeRequested, blocks.isEmpty else { return nil }
-      sleeping = true
-      sleepingOnFutex = true
-      return futex.value
-    }
-    if let seen { try? futex.wait(whileValueIs: seen, until: deadline) }
-    lock.withLock {
-      sleeping = false
-      sleepingOnFutex = false
-    }
-  }
-
-  /// The deadline the mode's timer would be armed at (its first timer, tolerance included).
-  func virtualWakeDeadline(in mode: Mode) -> LoopClock.Instant? {
-    lock.withLock { modes[mode]?.armedDeadline }
-  }
-
-  /// The tracer a step reads its events from: the loop's own, or one attached for the step
-  /// (true when the caller must detach it).
-  func tracerForStep() -> (LoopTracer, Bool) {
-    if let attached = lock.withLock({ self.tracer }) { return (attached, false) }
-    let tracer = LoopTracer(capacity: 4096)
-    do {
-      try tracer.attach(to: self)
-    } catch {
-      preconditionFailure("attaching a tracer to a virtual loop for step() failed: \(error)")
-    }
-    return (tracer, true)
   }
 }
