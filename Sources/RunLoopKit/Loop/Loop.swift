@@ -26,9 +26,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The owner's name when the loop was created (a resident thread names itself first).
   let threadName: String?
   let lock = Lock()
-  /// A `VirtualLoop`'s clock, which the loop reads and moves instead of CLOCK_MONOTONIC and
-  /// sleeping; nil for the loop of a thread.
-  let virtualClock: VirtualClock?
   /// The loop's wake-up port, registered in every mode's epoll set. Made with the loop or,
   /// when the process was out of descriptors then, with its first mode: `Loop.current` must
   /// answer whatever the descriptor table holds, and a mode cannot exist without it. Set
@@ -154,6 +151,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The job running on the loop's thread and the work held back meanwhile (see
   /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
   @exclusivity(unchecked) var jobs = JobState()
+  /// A `VirtualLoop`'s clock, which the loop reads and moves instead of CLOCK_MONOTONIC and
+  /// sleeping; nil for the loop of a thread. Last, so that adding it moved no hot field.
+  let virtualClock: VirtualClock?
 
   struct RunFrame {
     let mode: Mode

@@ -33,6 +33,13 @@ public struct LoopClock: Clock, Sendable {
       return Instant(nanoseconds: sum)
     }
 
+    /// `advanced(by:)` for a count of nanoseconds already at hand; saturates likewise.
+    func advanced(nanoseconds delta: Int64) -> Instant {
+      let (sum, overflow) = nanoseconds.addingReportingOverflow(delta)
+      if overflow { return Instant(nanoseconds: delta > 0 ? .max : .min) }
+      return Instant(nanoseconds: sum)
+    }
+
     /// The time from this instant to `other`; negative when `other` is earlier.
     public func duration(to other: Instant) -> Duration {
       .nanoseconds(other.nanoseconds &- nanoseconds)

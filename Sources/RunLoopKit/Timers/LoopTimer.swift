@@ -135,11 +135,19 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     self.releasesOnLoopThread = releasesOnLoopThread
     self.storedHandler = handler
     self.storedFireDate = fireDate
-    self.storedTolerance = tolerance.saturatedNanoseconds
+    // Most timers have none: the zero test spares them Duration's 128-bit division.
+    self.storedTolerance = tolerance == .zero ? 0 : tolerance.saturatedNanoseconds
     self.pendingDelay = LoopTimer.noPendingDelay
   }
 
-  static let noPendingDelay = Int64.min
+  /// Computed, not stored: a stored static is a lazily made global, checked on each use.
+  @inline(__always) static var noPendingDelay: Int64 { .min }
+
+  /// A stored tolerance as a `Duration`; zero, the common case, without arithmetic.
+  @inline(__always)
+  static func duration(nanoseconds: Int64) -> Duration {
+    nanoseconds == 0 ? .zero : .nanoseconds(nanoseconds)
+  }
 
   /// A timer that first fires `delay` from now. A delay of zero or less fires on the loop's
   /// next pass, as CF and `DispatchQueue.asyncAfter` treat a date already past.
@@ -152,10 +160,12 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     order: Int = 0,
     handler: sending @escaping (LoopTimer) -> Void
   ) throws(LoopError) {
+    // Converted once: the fire date and the pending delay share it.
+    let nanoseconds = delay > .zero ? delay.saturatedNanoseconds : 0
     try self.init(
-      label: label, fireAt: .after(delay), interval: interval,
-      tolerance: tolerance, order: order, handler: handler)
-    pendingDelay = max(delay, .zero).saturatedNanoseconds
+      label: label, fireAt: LoopClock.Instant.now.advanced(nanoseconds: nanoseconds),
+      interval: interval, tolerance: tolerance, order: order, handler: handler)
+    pendingDelay = nanoseconds
   }
 
   /// CF-style construction from seconds (`CFTimeInterval`), under the same rules as the
@@ -217,7 +227,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// How late the timer may fire to share a wake with others. Negative values become zero.
   /// Setting it on an invalid timer does nothing, like setting `fireDate`.
   public var tolerance: Duration {
-    get { binding.lock.withLock { .nanoseconds(storedTolerance) } }
+    get { binding.lock.withLock { LoopTimer.duration(nanoseconds: storedTolerance) } }
     set {
       let value = max(newValue, .zero).saturatedNanoseconds
       changeSchedule { _ in storedTolerance = value }
@@ -287,6 +297,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
 
   /// Binds and reads the schedule; the caller holds `binding.lock`, or the timer is fresh.
   /// The first bind settles a pending delay: a virtual loop counts it from its own now.
+  @inline(__always)
   private func bindUnlocked(
     to loop: Loop
   ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
@@ -297,7 +308,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
       }
       pendingDelay = LoopTimer.noPendingDelay
     }
-    return (newlyBound, storedFireDate, .nanoseconds(storedTolerance))
+    return (newlyBound, storedFireDate, LoopTimer.duration(nanoseconds: storedTolerance))
   }
 
   /// `bindReadingSchedule(to:)` for a timer its caller made just now on the loop's own
@@ -337,7 +348,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// Fire date and tolerance read together, and whether the fire date was set since the
   /// last callout began; the caller must hold `binding.lock`.
   var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Duration, wasSet: Bool) {
-    (storedFireDate, .nanoseconds(storedTolerance), fireDateSet)
+    (storedFireDate, LoopTimer.duration(nanoseconds: storedTolerance), fireDateSet)
   }
 
   /// Sets the fire date; the caller must hold `binding.lock`.
