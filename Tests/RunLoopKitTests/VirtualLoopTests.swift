@@ -90,8 +90,11 @@ extension RunLoopKitTests {
       let virtual = VirtualLoop()
       let start = virtual.now
       var fired: [Int64] = []
-      try virtual.loop.assumeIsolated().addTimer(after: .seconds(1), repeating: .seconds(1)) {
-        _ in fired.append(milliseconds(virtual.now, since: start))
+      // Handlers read the loop's clock, not the VirtualLoop's: a repeating timer that held
+      // the VirtualLoop would keep it, and so itself, alive (see the DocC article's rules).
+      let loop = virtual.loop
+      try loop.assumeIsolated().addTimer(after: .seconds(1), repeating: .seconds(1)) { _ in
+        fired.append(milliseconds(loop.now, since: start))
       }
       virtual.advance(by: .milliseconds(10_500))
       #expect(fired == (1...10).map { Int64($0) * 1000 })
@@ -121,8 +124,9 @@ extension RunLoopKitTests {
       log = []
       var first = true
       let timerStart = virtual.now
+      let loop = virtual.loop
       try view.addTimer(label: "grid", after: .seconds(1), repeating: .seconds(1)) { _ in
-        log.append("grid@\(milliseconds(virtual.now, since: timerStart))")
+        log.append("grid@\(milliseconds(loop.now, since: timerStart))")
         if first {
           first = false
           Loop.current.run(in: "busy", for: .milliseconds(2500))

@@ -109,10 +109,11 @@ extension RunLoopKitTests {
         close(pipe.write)
       }
       var reads: [Int64] = []
-      let view = virtual.loop.assumeIsolated()
+      let loop = virtual.loop
+      let view = loop.assumeIsolated()
       try view.addSource(fileDescriptor: pipe.read) { _, _ in
         drain(pipe.read)
-        reads.append(milliseconds(virtual.now, since: start))
+        reads.append(milliseconds(loop.now, since: start))
       }
       try view.addTimer(after: .seconds(30)) { _ in writeByte(pipe.write) }
       writeByte(pipe.write)
