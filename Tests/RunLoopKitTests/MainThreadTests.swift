@@ -19,6 +19,27 @@ final class MainThreadTests: XCTestCase {
   }
 }
 
+/// A `VirtualLoop` driven by the main thread is `Loop.current` there, but `Loop.main` stays the
+/// main thread's own loop: main-queue work and `Loop.main.perform` never land on the virtual
+/// loop, and neither loop serves the other's items.
+final class VirtualLoopOnMainThreadTests: XCTestCase {
+  func test_76_virtualLoopDrivenByMainThreadLeavesLoopMainAlone() throws {
+    XCTAssertNotEqual(crl_is_main_thread(), 0, "XCTest should run this on the main thread")
+    let main = Loop.main
+    let virtual = VirtualLoop()
+    let (current, mainThere, mainIsCurrent) = virtual.asCurrent {
+      (Loop.current, Loop.main, Loop.main.isCurrent)
+    }
+    XCTAssertTrue(current === virtual.loop)
+    XCTAssertTrue(mainThere === main, "Loop.main is the main thread's loop while it drives")
+    XCTAssertTrue(mainIsCurrent, "the main thread is still Loop.main's thread")
+    XCTAssertTrue(Loop.current === main, "and Loop.current answers it again after")
+    // The virtual loop has not picked up the main queue's source (only Loop.main serves it).
+    virtual.runUntilIdle()
+    XCTAssertFalse(virtual.loop.debugDescription.contains("main queue"))
+  }
+}
+
 /// State isolated to the main actor that arms `Loop.main`'s callbacks through the view: the
 /// closures are main-actor isolated and run on the main thread, inside `Loop.main`.
 @MainActor final class MainActorCounter {
