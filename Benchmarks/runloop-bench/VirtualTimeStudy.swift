@@ -52,12 +52,12 @@ enum VirtualTimeStudy {
     }
     thread.stop()
     try thread.join()
-    let wall = median(rounds.map(\.wallSeconds))
+    let wall = medianOf(rounds.map(\.wallSeconds))
     return VirtualTimeResult(
       timers: timers, simulatedSeconds: 3600, rounds: rounds, wallSeconds: wall,
       simulatedSecondsPerWallSecond: 3600 / wall,
-      virtualNanosecondsPerTimer: median(rounds.map(\.virtualNanosecondsPerTimer)),
-      batchNanosecondsPerTimer: median(rounds.map(\.batchNanosecondsPerTimer)))
+      virtualNanosecondsPerTimer: medianOf(rounds.map(\.virtualNanosecondsPerTimer)),
+      batchNanosecondsPerTimer: medianOf(rounds.map(\.batchNanosecondsPerTimer)))
   }
 
   /// Arms the timers on a fresh virtual loop (untimed), then times `advance(by: 1 h)`.
@@ -97,7 +97,6 @@ enum VirtualTimeStudy {
     return nanoseconds / Double(timers)
   }
 
-  private static func median(_ values: [Double]) -> Double { medianOf(values) }
 }
 
 extension Report {

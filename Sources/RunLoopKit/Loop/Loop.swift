@@ -325,58 +325,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     }
   }
 
-  // MARK: - Stopping and waking
-
-  /// Ends the innermost active `run` (it returns `.stopped`); wakes the loop if it sleeps.
-  /// A stop while the loop is not running is dropped, as in CF. Safe from any thread.
-  public func stop() {
-    let signal = lock.withLock { () -> WakeSignal in
-      guard !frames.isEmpty else { return .none }
-      frames[frames.count - 1].stopRequested = true
-      return requestWakeLocked()
-    }
-    send(signal)
-  }
-
-  /// Ends every active run, innermost first (each returns `.stopped` when control reaches it).
-  /// The resident thread uses it to shut down even while its loop is inside nested runs.
-  func stopAllRuns() {
-    let signal = lock.withLock { () -> WakeSignal in
-      guard !frames.isEmpty else { return .none }
-      for index in frames.indices { frames[index].stopRequested = true }
-      return requestWakeLocked()
-    }
-    send(signal)
-  }
-
-  /// Makes a sleeping loop do one more pass (CFRunLoopWakeUp). If the loop is busy inside a
-  /// run, that run's next wait returns at once instead. A wake-up made while no run is active
-  /// is dropped, as `CFRunLoopWakeUp`'s is: it does not make a later run return early or skip
-  /// its first sleep. Safe from any thread.
-  public func wakeUp() {
-    send(lock.withLock { requestWakeLocked() })
-  }
-
-  /// The loop's clock now: CLOCK_MONOTONIC (`LoopClock.Instant.now`) for the loop of a thread,
-  /// the virtual clock for a `VirtualLoop`'s. Code that computes deadlines for a loop reads
-  /// this rather than `LoopClock.Instant.now`, so that it runs unchanged on a virtual loop.
-  public var now: LoopClock.Instant { virtualClock?.now ?? .now }
-
-  /// Whether this is a `VirtualLoop`'s loop (for the executors' `Task.sleep`).
-  package var isVirtual: Bool { virtualClock != nil }
-
-  /// `now` plus `delay`, a negative delay counting as zero: the rule every delay follows.
-  func instant(after delay: Duration) -> LoopClock.Instant {
-    now.advanced(by: max(delay, .zero))
-  }
-
-  /// True while the loop's thread is blocked in the kernel waiting for something to happen;
-  /// false inside every callback.
-  public var isWaiting: Bool { lock.withLock { sleeping } }
-
-  /// The mode of the innermost active run, or nil when the loop is not running.
-  public var currentMode: Mode? { lock.withLock { frames.last?.mode } }
-
   // MARK: - Helpers for the run path
 
   func requireOwnThread(for operation: String) {

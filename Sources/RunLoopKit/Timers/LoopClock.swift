@@ -22,15 +22,15 @@ public struct LoopClock: Clock, Sendable {
     /// The current instant, read from CLOCK_MONOTONIC.
     public static var now: Instant { Instant(nanoseconds: crl_monotonic_now_ns()) }
 
-    /// Now plus `delay`, a negative delay counting as zero: the one rule every delay in
-    /// RunLoopKit follows (timers, delayed blocks, run durations).
-    static func after(_ delay: Duration) -> Instant { now.advanced(by: max(delay, .zero)) }
+    /// `base` (by default now) plus `delay`, a negative delay counting as zero: the one rule
+    /// every delay in RunLoopKit follows (timers, delayed blocks, run durations).
+    static func after(_ delay: Duration, from base: Instant = .now) -> Instant {
+      base.advanced(by: max(delay, .zero))
+    }
 
     /// The instant `duration` later (earlier when negative); saturates instead of overflowing.
     public func advanced(by duration: Duration) -> Instant {
-      let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.saturatedNanoseconds)
-      if overflow { return Instant(nanoseconds: duration > .zero ? .max : .min) }
-      return Instant(nanoseconds: sum)
+      advanced(nanoseconds: duration.saturatedNanoseconds)
     }
 
     /// `advanced(by:)` for a count of nanoseconds already at hand; saturates likewise.
