@@ -3,9 +3,12 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int crl_errno(void) { return errno; }
@@ -163,4 +166,135 @@ int crl_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns) {
 
 int crl_futex_wake(uint32_t *word, int count) {
   return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals (SignalSource). The process-wide handler below is the only code that runs inside a
+// signal handler, so it is written in C and does only async-signal-safe things: atomic loads
+// and adds on static memory, write(2) to eventfds, and a call to the handler that was there
+// before. Which slot belongs to whom, and when to install or restore a disposition, is decided
+// in Swift under a lock (SignalRegistry.swift).
+
+struct crl_signal_slot {
+  _Atomic int signo;  // 0 = free
+  _Atomic int fd;
+  _Atomic uint64_t count;
+};
+
+static struct crl_signal_slot crl_signal_slots[CRL_SIGNAL_SLOTS];
+// Handlers between their first and last look at the slots; a slot is reused only at zero.
+static _Atomic int crl_signal_handlers_running;
+// The disposition found when the first source of a signal was added, for chaining and
+// restoring.
+static struct sigaction crl_signal_previous[CRL_SIGNAL_LIMIT];
+static _Atomic(void *) crl_signal_chain[CRL_SIGNAL_LIMIT];
+static _Atomic int crl_signal_chain_siginfo[CRL_SIGNAL_LIMIT];
+
+static void crl_signal_handler(int signo, siginfo_t *info, void *context) {
+  int saved_errno = errno;
+  atomic_fetch_add(&crl_signal_handlers_running, 1);
+  for (int i = 0; i < CRL_SIGNAL_SLOTS; i++) {
+    struct crl_signal_slot *slot = &crl_signal_slots[i];
+    if (atomic_load(&slot->signo) != signo) continue;
+    atomic_fetch_add(&slot->count, 1);
+    uint64_t one = 1;
+    ssize_t written;
+    do {
+      written = write(atomic_load(&slot->fd), &one, sizeof one);
+    } while (written < 0 && errno == EINTR);
+  }
+  void *chain = NULL;
+  int chain_siginfo = 0;
+  if (signo > 0 && signo < CRL_SIGNAL_LIMIT) {
+    chain = atomic_load(&crl_signal_chain[signo]);
+    chain_siginfo = atomic_load(&crl_signal_chain_siginfo[signo]);
+  }
+  atomic_fetch_sub(&crl_signal_handlers_running, 1);
+  // Outside the counted part: a chained handler may never return (siglongjmp).
+  if (chain != NULL) {
+    if (chain_siginfo) {
+      ((void (*)(int, siginfo_t *, void *))chain)(signo, info, context);
+    } else {
+      ((void (*)(int))chain)(signo);
+    }
+  }
+  errno = saved_errno;
+}
+
+void crl_signal_slot_set(int slot, int signo, int fd) {
+  atomic_store(&crl_signal_slots[slot].count, 0);
+  atomic_store(&crl_signal_slots[slot].fd, fd);
+  atomic_store(&crl_signal_slots[slot].signo, signo);
+}
+
+uint64_t crl_signal_slot_take(int slot) {
+  return atomic_exchange(&crl_signal_slots[slot].count, 0);
+}
+
+uint64_t crl_signal_slot_clear(int slot) {
+  atomic_store(&crl_signal_slots[slot].signo, 0);
+  // A handler that saw the old number may still be writing to the fd: wait until every
+  // handler that started before the store has left, so the caller may close the fd.
+  while (atomic_load(&crl_signal_handlers_running) != 0) sched_yield();
+  return atomic_exchange(&crl_signal_slots[slot].count, 0);
+}
+
+int crl_signal_install(int signo) {
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_sigaction = crl_signal_handler;
+  action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous;
+  if (sigaction(signo, &action, &previous) != 0) return -1;
+  crl_signal_previous[signo] = previous;
+  void *chain = NULL;
+  int siginfo = (previous.sa_flags & SA_SIGINFO) != 0;
+  if (siginfo) {
+    chain = (void *)previous.sa_sigaction;
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    chain = (void *)previous.sa_handler;
+  }
+  atomic_store(&crl_signal_chain_siginfo[signo], siginfo);
+  atomic_store(&crl_signal_chain[signo], chain);
+  return 0;
+}
+
+int crl_signal_restore(int signo) {
+  struct sigaction current;
+  if (sigaction(signo, NULL, &current) != 0) return -1;
+  int ours = (current.sa_flags & SA_SIGINFO) != 0 && current.sa_sigaction == crl_signal_handler;
+  // Someone installed a handler after ours: it is theirs now, leave it.
+  if (!ours) return 1;
+  if (sigaction(signo, &crl_signal_previous[signo], NULL) != 0) return -1;
+  atomic_store(&crl_signal_chain[signo], NULL);
+  return 0;
+}
+
+int crl_signal_disposition(int signo) {
+  struct sigaction current;
+  if (sigaction(signo, NULL, &current) != 0) return -1;
+  if ((current.sa_flags & SA_SIGINFO) != 0) {
+    return current.sa_sigaction == crl_signal_handler ? 3 : 2;
+  }
+  if (current.sa_handler == SIG_DFL) return 0;
+  if (current.sa_handler == SIG_IGN) return 1;
+  return 2;
+}
+
+int crl_signal_min_realtime(void) { return SIGRTMIN; }
+int crl_signal_max_realtime(void) { return SIGRTMAX; }
+
+// ---------------------------------------------------------------------------------------------
+// Child processes (ChildProcessSource)
+
+int crl_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int crl_pidfd_wait(int pidfd, int options, int *code, int *status) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  if (waitid(P_PIDFD, (id_t)pidfd, &info, options) != 0) return -1;
+  *code = info.si_code;
+  *status = info.si_status;
+  return info.si_pid;
 }

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 
 /// errno of the calling thread (Swift cannot read the macro directly).
@@ -80,6 +81,46 @@ int crl_thread_create(pthread_t *thread, size_t stack_size, void *(*start)(void 
 long crl_page_size(void);
 /// PTHREAD_STACK_MIN as this system reports it.
 long crl_stack_minimum(void);
+
+/// Signals (SignalSource): a process-wide handler that counts each delivery in every slot
+/// watching the signal and writes 1 to the slot's eventfd; async-signal-safe throughout.
+/// Slots are handed out by the Swift side under its own lock.
+#define CRL_SIGNAL_SLOTS 256
+/// One more than the highest signal number (NSIG on Linux).
+#define CRL_SIGNAL_LIMIT 65
+/// Points slot `slot` at `fd` for `signo`, its count at zero.
+void crl_signal_slot_set(int slot, int signo, int fd);
+/// The deliveries counted in the slot since the last take, reset to zero.
+uint64_t crl_signal_slot_take(int slot);
+/// Frees the slot, waits until no handler can still write to its fd, and returns the
+/// deliveries it counted and nobody took.
+uint64_t crl_signal_slot_clear(int slot);
+/// Installs the handler for `signo`, remembering the disposition it replaces (called on or
+/// after the previous one is chained: a function handler found there keeps being called).
+/// Returns 0, or -1 with errno.
+int crl_signal_install(int signo);
+/// Puts back the disposition `crl_signal_install` found. Returns 0, 1 when the handler there
+/// is no longer ours (someone installed another since: it is left alone), or -1 with errno.
+int crl_signal_restore(int signo);
+/// The current disposition: 0 default, 1 ignored, 2 another handler, 3 RunLoopKit's; -1 errno.
+int crl_signal_disposition(int signo);
+/// SIGRTMIN and SIGRTMAX as this C library reports them (glibc keeps the first two
+/// real-time signals for itself).
+int crl_signal_min_realtime(void);
+int crl_signal_max_realtime(void);
+
+/// Child processes (ChildProcessSource)
+/// pidfd_open(2): a descriptor that becomes readable when the process exits; -1 with errno.
+int crl_pidfd_open(pid_t pid);
+/// waitid(P_PIDFD, pidfd, …, options): returns the child's pid and stores si_code and
+/// si_status, 0 when WNOHANG found nothing to report, or -1 with errno.
+int crl_pidfd_wait(int pidfd, int options, int *code, int *status);
+static const int CRL_WEXITED = WEXITED;
+static const int CRL_WNOHANG = WNOHANG;
+static const int CRL_WNOWAIT = WNOWAIT;
+static const int CRL_CLD_EXITED = 1;  // si_code values (CLD_EXITED, CLD_KILLED, CLD_DUMPED)
+static const int CRL_CLD_KILLED = 2;
+static const int CRL_CLD_DUMPED = 3;
 
 /// epoll event bits, as plain constants for Swift.
 static const uint32_t CRL_EPOLLIN = EPOLLIN;

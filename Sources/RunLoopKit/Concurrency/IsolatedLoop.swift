@@ -268,7 +268,7 @@ public struct IsolatedLoop {
   /// which is sound only if this loop's thread is that actor's (see
   /// `Loop.runsCode(isolatedTo:)`); a nonisolated caller passes nil.
   @inline(__always)
-  private func check(_ operation: @autoclosure () -> String, _ isolation: (any Actor)?) {
+  func check(_ operation: @autoclosure () -> String, _ isolation: (any Actor)?) {
     if crl_thread_marker() != thread {
       loop.trapOffThread(
         "IsolatedLoop.\(operation())",

@@ -63,6 +63,13 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   let onTeardown: (@Sendable (String) -> Void)?
   /// The main loop's source on libdispatch's main-queue eventfd (see `Loop+MainQueue.swift`).
   let isMainQueue: Bool
+  /// The descriptor is one the library made and closes only after unregistering it (a port's
+  /// or a signal source's eventfd, a child's pidfd, the main queue's): it cannot go stale, so
+  /// deliveries skip the stale check and adding it keeps no spare epoll set.
+  let ownsDescriptor: Bool
+  /// Told when the source joins its first mode and leaves its last (signal sources watch
+  /// their signal only while they are in a mode).
+  let membership: (any DescriptorMembership)?
   let binding: ItemBinding
   /// Guarded by `binding.lock`.
   private var storedInterest: Events
@@ -101,12 +108,16 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     order: Int,
     onTeardown: (@Sendable (String) -> Void)?,
     isMainQueue: Bool = false,
+    ownsDescriptor: Bool = false,
+    membership: (any DescriptorMembership)? = nil,
     releasesOnLoopThread: Bool = false,
     handler: @escaping (DescriptorSource, Events) -> Void
   ) {
     self.binding = ItemBinding(
       kind: "DescriptorSource", releasesOnLoopThread: releasesOnLoopThread)
     self.isMainQueue = isMainQueue
+    self.ownsDescriptor = ownsDescriptor || isMainQueue || onTeardown != nil
+    self.membership = membership
     self.fileDescriptor = fileDescriptor
     self.label = label
     self.storedInterest = interest.intersection([.readable, .writable])
@@ -162,6 +173,16 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     if mask & (CRL_EPOLLHUP | CRL_EPOLLRDHUP) != 0 { events.insert(.hangUp) }
     return events
   }
+}
+
+/// What a library-made source (a signal source) does when it joins its first mode and leaves
+/// its last. Both run with the loop's lock held, so neither may call back into the loop.
+protocol DescriptorMembership: Sendable {
+  /// Before the first registration; throwing refuses the add.
+  func willJoinFirstMode() throws(LoopError)
+  /// After the last registration went (removal, invalidation or teardown), or when the first
+  /// add failed after `willJoinFirstMode`.
+  func didLeaveLastMode()
 }
 
 /// A descriptor source's registration in one mode's epoll set.

@@ -114,7 +114,7 @@ extension Loop {
   ) -> Bool {
     // Ports' eventfds are the library's, the main queue's is libdispatch's: never closed.
     // (Checked first so their deliveries skip the mask read too.)
-    if source.isPort || source.isMainQueue { return true }
+    if source.ownsDescriptor { return true }
     return currentMaskLocked(source, token: token, in: mode) != nil
   }
 
@@ -124,7 +124,7 @@ extension Loop {
     _ source: DescriptorSource, token: UInt64, in mode: ModeState
   ) -> UInt32? {
     let fd = source.fileDescriptor
-    let neverClosed = source.isPort || source.isMainQueue
+    let neverClosed = source.ownsDescriptor
     // A newer source owns the number in this set, so this registration's file is not fd's.
     guard neverClosed || mode.tokenForDescriptor[fd] == token else { return nil }
     let mask = source.binding.lock.withLock { source.epollMaskUnlocked }

@@ -177,13 +177,20 @@ extension DescriptorSource: BoundItem {
     // registration then takes a new epoll set: keep one in reserve from now on. (Ports' and
     // the main queue's descriptors are never closed while registered.) Made first, so the
     // check below sees its number too.
-    if !isPort && !isMainQueue { try loop.reserveSpareEpollLocked() }
+    if !ownsDescriptor { try loop.reserveSpareEpollLocked() }
     // The number may be one the loop opened for itself (a user's fd closed and its number
     // handed to a new mode's epoll set): watching it would wake the loop for its own events.
     try loop.checkNotOwnDescriptorLocked(fileDescriptor)
     let token = loop.nextToken
     let mask = binding.lock.withLock { epollMaskUnlocked }
-    try mode.epoll.add(fileDescriptor, events: mask, token: token)
+    let first = registrations.isEmpty
+    if first { try membership?.willJoinFirstMode() }
+    do {
+      try mode.epoll.add(fileDescriptor, events: mask, token: token)
+    } catch {
+      if first { membership?.didLeaveLastMode() }
+      throw error
+    }
     loop.nextToken += 1
     mode.descriptors[token] = self
     // A loop asleep on its futex in this mode watches no descriptors: make it wait again.
@@ -206,6 +213,7 @@ extension DescriptorSource: BoundItem {
     if mode.tokenForDescriptor[fileDescriptor] == registration.token {
       mode.tokenForDescriptor[fileDescriptor] = nil
     }
+    if registrations.isEmpty { membership?.didLeaveLastMode() }
     return nil
   }
 

@@ -107,7 +107,7 @@ extension Loop {
 
   // MARK: - The shared implementation
 
-  private func addItem(_ item: some LoopItem, to name: Mode) throws(LoopError) {
+  func addItem(_ item: some LoopItem, to name: Mode) throws(LoopError) {
     var callouts: [Callout] = []
     try lock.withLock { () throws(LoopError) in
       try checkAddableLocked(to: name)
@@ -181,7 +181,7 @@ extension Loop {
     return [callout]
   }
 
-  private func removeItem(_ item: some LoopItem, from name: Mode) {
+  func removeItem(_ item: some LoopItem, from name: Mode) {
     var swept: [any LoopItem] = []  // released after the lock, like everything the loop drops
     let callouts = lock.withLock { () -> [Callout] in
       guard item.owner === self else { return [] }
@@ -204,7 +204,7 @@ extension Loop {
     withExtendedLifetime(swept) {}
   }
 
-  private func containsItem(_ item: some LoopItem, in name: Mode) -> Bool {
+  func containsItem(_ item: some LoopItem, in name: Mode) -> Bool {
     lock.withLock {
       if name == .common { return commonItems.contains(item) }
       // An item of another loop is in none of this loop's modes, and its list of modes is

@@ -1,0 +1,131 @@
+import CRunLoopShims
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// Starts `/bin/sh -c script` with posix_spawn (nothing reaps it but the test) and returns
+/// its process ID. The child starts with no signal blocked: a blocked mask survives exec, and
+/// the test's thread (one of Dispatch's) blocks nearly every signal.
+func spawnShell(_ script: String) throws -> pid_t {
+  var pid: pid_t = 0
+  let arguments = ["/bin/sh", "-c", script]
+  var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+  defer { for pointer in argv { free(pointer) } }
+  var attributes = posix_spawnattr_t()
+  posix_spawnattr_init(&attributes)
+  defer { posix_spawnattr_destroy(&attributes) }
+  var none = sigset_t()
+  sigemptyset(&none)
+  posix_spawnattr_setsigmask(&attributes, &none)
+  posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+  let result = posix_spawn(&pid, "/bin/sh", nil, &attributes, &argv, environ)
+  guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
+  return pid
+}
+
+/// Whether `pid` still exists as a process (a zombie included).
+func processExists(_ pid: pid_t) -> Bool {
+  FileManager.default.fileExists(atPath: "/proc/\(pid)")
+}
+
+extension RunLoopKitTests {
+  @Suite("Child-process sources") struct ChildProcessSources {
+    @Test(
+      "86. A child killed by a signal and one that exits 7 are each reported once, on the loop's thread, and reaped"
+    )
+    func test_86_exitStatusReported() throws {
+      let thread = try ResidentThread(name: "child-watch")
+      let reports = Box<[ChildProcessSource.Termination]>([])
+      let onThread = Box(false)
+      let done = Gate()
+      let pid = try spawnShell("exec sleep 30")
+      let source = try ChildProcessSource(processID: pid) { termination in
+        reports.value.append(termination)
+        onThread.value = thread.isCurrent
+        done.open()
+      }
+      try thread.loop.add(source, to: .default)
+      #expect(source.isValid)
+      kill(pid, SIGHUP)
+      #expect(done.wait())
+      try thread.performAndWait {}
+      #expect(reports.value == [.signalled(SIGHUP, coreDumped: false)])
+      #expect(onThread.value)
+      #expect(!source.isValid)
+      #expect(!thread.loop.contains(source, in: .default))
+      // Reaped: not our child any more, and gone from /proc.
+      #expect(waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD)
+      #expect(!processExists(pid))
+
+      let exits = Gate()
+      let status = Box<ChildProcessSource.Termination?>(nil)
+      let seven = try spawnShell("exit 7")
+      let sevenSource = try ChildProcessSource(processID: seven) { termination in
+        status.value = termination
+        exits.open()
+      }
+      try thread.loop.add(sevenSource, to: .default)
+      #expect(exits.wait())
+      #expect(status.value == .exited(7))
+      #expect("\(status.value!)" == "exited with status 7")
+      #expect(waitpid(seven, nil, WNOHANG) == -1 && errno == ECHILD)
+      #expect(!processExists(seven))
+    }
+
+    @Test("86. A child that ended before its source was added is reported on the next pass")
+    func test_86_alreadyEnded() throws {
+      let pid = try spawnShell("exit 3")
+      // Wait (without reaping) until it has ended.
+      var info = siginfo_t()
+      #expect(waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == 0)
+      #expect(processExists(pid))  // a zombie until the source reaps it
+      let status = Box<ChildProcessSource.Termination?>(nil)
+      let thread = try ResidentThread(name: "child-late")
+      let done = Gate()
+      let source = try ChildProcessSource(processID: pid) { termination in
+        status.value = termination
+        done.open()
+      }
+      try thread.loop.add(source, to: .default)
+      #expect(done.wait())
+      #expect(status.value == .exited(3))
+      #expect(!processExists(pid))
+    }
+
+    @Test("86. A process that is not a child, or no process, is refused with an error naming it")
+    func test_86_notAChild() throws {
+      do {
+        _ = try ChildProcessSource(processID: 1) { _ in }
+        Issue.record("pid 1 was accepted")
+      } catch {
+        #expect("\(error)".contains("process ID 1"), "\(error)")
+        #expect("\(error)".contains("ECHILD"), "\(error)")
+      }
+      let pid = try spawnShell("exit 0")
+      #expect(waitpid(pid, nil, 0) == pid)
+      do {
+        _ = try ChildProcessSource(processID: pid) { _ in }
+        Issue.record("a reaped pid was accepted")
+      } catch {
+        #expect("\(error)".contains("\(pid)"), "\(error)")
+      }
+      #expect(throws: LoopError.self) { try ChildProcessSource(processID: 0) { _ in } }
+    }
+
+    @Test(
+      "86. Invalidated before the child ends: the handler never runs, the child is left unreaped")
+    func test_86_invalidatedEarly() throws {
+      let thread = try ResidentThread(name: "child-early")
+      let called = Counter()
+      let pid = try spawnShell("exit 5")
+      let source = try ChildProcessSource(processID: pid) { _ in called.increment() }
+      source.invalidate()
+      #expect(throws: LoopError.self) { try thread.loop.add(source, to: .default) }
+      #expect(waitpid(pid, nil, 0) == pid)  // still ours to reap
+      try thread.performAndWait {}
+      #expect(called.value == 0)
+    }
+  }
+}

@@ -1,0 +1,259 @@
+import CRunLoopShims
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@testable import RunLoopKit
+
+/// The disposition the process has for `signal` now: default, ignored, another handler, ours.
+private enum Disposition: Int32 {
+  case standard = 0
+  case ignored, other, ours
+}
+private func disposition(_ signal: Int32) -> Disposition? {
+  Disposition(rawValue: crl_signal_disposition(signal))
+}
+private func realtime(_ offset: Int32) -> Int32 { crl_signal_min_realtime() + offset }
+
+extension RunLoopKitTests {
+  @Suite("Signal sources") struct SignalSources {
+    @Test(
+      "82. A burst of 1 000 queued signals is counted exactly on a resident thread's loop, while other threads that never blocked it run"
+    )
+    func test_82_burstCountedExactly() throws {
+      let signal = realtime(4)
+      let worker = try ResidentThread(name: "sig-worker")
+      let bystander = try ResidentThread(name: "sig-bystander")
+      // A Dispatch worker that runs (and never blocked the signal) for the whole burst.
+      let done = Atomic<Bool>(false)
+      let dispatchRunning = Gate()
+      DispatchQueue.global().async {
+        dispatchRunning.open()
+        while !done.load(ordering: .relaxed) { usleep(200) }
+      }
+      #expect(dispatchRunning.wait())
+      let total = Counter()
+      let calls = Counter()
+      let emptyCalls = Counter()
+      let offThread = Counter()
+      let source = try SignalSource(signal: signal) { count in
+        if count < 1 { emptyCalls.increment() }
+        if !worker.isCurrent { offThread.increment() }
+        calls.increment()
+        for _ in 0..<count { total.increment() }
+      }
+      try worker.loop.add(source, to: .default)
+      #expect(disposition(signal) == .ours)
+      // Real-time signals queue: each kill below is one delivery the kernel makes.
+      for _ in 0..<1000 { kill(getpid(), signal) }
+      #expect(waitUntil(seconds: 20) { total.value >= 1000 })
+      // Nothing more arrives later, nothing was counted twice.
+      try worker.performAndWait {}
+      #expect(total.value == 1000)
+      #expect(calls.value >= 1 && calls.value <= 1000)
+      #expect(emptyCalls.value == 0)
+      #expect(offThread.value == 0)
+      done.store(true, ordering: .relaxed)
+      source.invalidate()
+      #expect(disposition(signal) == .standard)
+      _ = bystander
+    }
+
+    @Test("82. Standard signals sent in a burst coalesce, and the counts add up to every delivery")
+    func test_82_standardSignalsCoalesce() throws {
+      let thread = try ResidentThread(name: "sig-usr")
+      let total = Counter()
+      let source = try SignalSource(signal: SIGUSR1) { count in
+        for _ in 0..<count { total.increment() }
+      }
+      try thread.loop.add(source, to: .default)
+      for _ in 0..<1000 { kill(getpid(), SIGUSR1) }
+      #expect(waitUntil { total.value >= 1 })
+      // One last delivery after the burst has been taken is still seen: nothing is lost
+      // between two calls of the handler.
+      try thread.performAndWait {}
+      let afterBurst = total.value
+      #expect(afterBurst >= 1 && afterBurst <= 1000)
+      kill(getpid(), SIGUSR1)
+      #expect(waitUntil { total.value == afterBurst + 1 })
+      source.invalidate()
+    }
+
+    @Test("82. A signal that has a source never takes its default action (SIGTERM, in a child)")
+    func test_82_noDefaultAction() async {
+      await #expect(processExitsWith: .success) {
+        let thread = try ResidentThread(name: "sig-term")
+        let seen = Gate()
+        let source = try SignalSource(signal: SIGTERM) { _ in seen.open() }
+        try thread.loop.add(source, to: .default)
+        kill(getpid(), SIGTERM)
+        precondition(seen.wait(), "SIGTERM never reached its source")
+        source.invalidate()
+        thread.stop()
+        try thread.join()
+      }
+    }
+
+    @Test("82. A source keeps its count while out of every mode and hands it over when added back")
+    func test_82_countKeptWhileRemoved() throws {
+      let signal = realtime(5)
+      let thread = try ResidentThread(name: "sig-keep")
+      let total = Counter()
+      let source = try SignalSource(signal: signal) { count in
+        for _ in 0..<count { total.increment() }
+      }
+      // A second source on a loop that runs freely: once it has counted all five, every
+      // delivery has been made. It also keeps the default action away while `source` is out.
+      let observer = try ResidentThread(name: "sig-observer")
+      let observed = Counter()
+      let other = try SignalSource(signal: signal) { count in
+        for _ in 0..<count { observed.increment() }
+      }
+      try observer.loop.add(other, to: .default)
+      // The source's loop is held in a block, so it handles nothing meanwhile.
+      let hold = Gate()
+      let held = Gate()
+      try thread.loop.add(source, to: .default)
+      try thread.perform {
+        held.open()
+        hold.wait()
+      }
+      #expect(held.wait())
+      for _ in 0..<5 { kill(getpid(), signal) }
+      #expect(waitUntil { observed.value == 5 })
+      thread.loop.remove(source, from: .default)
+      hold.open()
+      try thread.performAndWait {}
+      #expect(total.value == 0)
+      try thread.loop.add(source, to: .default)
+      #expect(waitUntil { total.value == 5 })
+      source.invalidate()
+      other.invalidate()
+    }
+
+    @Test("83. Two loops watching one signal both see it; a third source on the same loop too")
+    func test_83_twoLoopsBothSee() throws {
+      let signal = realtime(6)
+      let first = try ResidentThread(name: "sig-first")
+      let second = try ResidentThread(name: "sig-second")
+      let seen = [Counter(), Counter(), Counter()]
+      let sources = try (0..<3).map { index in
+        try SignalSource(signal: signal) { count in
+          for _ in 0..<count { seen[index].increment() }
+        }
+      }
+      try first.loop.add(sources[0], to: .default)
+      try second.loop.add(sources[1], to: .default)
+      try second.loop.add(sources[2], to: .default)
+      for _ in 0..<3 { kill(getpid(), signal) }
+      #expect(waitUntil { seen.allSatisfy { $0.value == 3 } })
+      for source in sources { source.invalidate() }
+      #expect(disposition(signal) == .standard)
+    }
+
+    @Test("83. Removing the last source puts back the disposition found before the first")
+    func test_83_dispositionRestored() throws {
+      let signal = realtime(7)
+      let thread = try ResidentThread(name: "sig-restore")
+      Glibc.signal(signal, SIG_IGN)
+      defer { Glibc.signal(signal, SIG_DFL) }
+      let one = try SignalSource(signal: signal) { _ in }
+      let two = try SignalSource(signal: signal) { _ in }
+      #expect(disposition(signal) == .ignored)
+      try thread.loop.add(one, to: .default)
+      try thread.loop.add(two, to: "other")
+      #expect(disposition(signal) == .ours)
+      thread.loop.remove(one, from: .default)
+      #expect(disposition(signal) == .ours)
+      two.invalidate()
+      #expect(disposition(signal) == .ignored)
+      // Added again: ours again, and put back again.
+      try thread.loop.add(one, to: .default)
+      #expect(disposition(signal) == .ours)
+      one.invalidate()
+      #expect(disposition(signal) == .ignored)
+    }
+
+    @Test("83. After the last source of SIGUSR2 is removed, SIGUSR2 kills the process (in a child)")
+    func test_83_defaultActionAppliesAgain() async {
+      await #expect(processExitsWith: .signal(SIGUSR2)) {
+        let thread = try ResidentThread(name: "sig-dfl")
+        let seen = Gate()
+        let source = try SignalSource(signal: SIGUSR2) { _ in seen.open() }
+        try thread.loop.add(source, to: .default)
+        kill(getpid(), SIGUSR2)
+        precondition(seen.wait(), "SIGUSR2 never reached its source")
+        thread.loop.remove(source, from: .default)
+        kill(getpid(), SIGUSR2)
+        // The default action ends the process before this line is reached.
+        sleep(10)
+      }
+    }
+
+    @Test("83. A loop torn down with its signal source in a mode puts the disposition back")
+    func test_83_teardownRestores() throws {
+      let signal = realtime(8)
+      let source = try SignalSource(signal: signal) { _ in }
+      try onLoopThread { loop in try loop.add(source, to: .default) }
+      #expect(!source.isValid)
+      #expect(disposition(signal) == .standard)
+    }
+
+    @Test(
+      "83. Sharing a signal with Dispatch: its handler, found first, is chained and put back; one installed later is left alone"
+    )
+    func test_83_sharedWithDispatch() async {
+      await #expect(processExitsWith: .success) {
+        // Dispatch first: its handler is chained, so Dispatch still sees the signal. (Which
+        // of the two counts a given delivery is a race: Dispatch's signalfd can take a
+        // pending signal before any handler runs. The docs say so.)
+        let dispatchSaw = Gate()
+        let first = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+        first.setEventHandler { dispatchSaw.open() }
+        first.resume()
+        // Dispatch installs its handler on its own thread, a little after resume().
+        precondition(waitUntil { crl_signal_disposition(SIGUSR1) == 2 }, "no Dispatch handler")
+        let thread = try ResidentThread(name: "sig-dispatch")
+        let source = try SignalSource(signal: SIGUSR1) { _ in }
+        try thread.loop.add(source, to: .default)
+        precondition(crl_signal_disposition(SIGUSR1) == 3)
+        kill(getpid(), SIGUSR1)
+        precondition(dispatchSaw.wait(), "Dispatch's source never saw the signal")
+        source.invalidate()
+        precondition(crl_signal_disposition(SIGUSR1) == 2, "Dispatch's handler was not put back")
+        // Dispatch second: it takes the disposition over, and the last source leaves it alone.
+        let late = try SignalSource(signal: SIGUSR2) { _ in }
+        try thread.loop.add(late, to: .default)
+        let second = DispatchSource.makeSignalSource(signal: SIGUSR2, queue: .global())
+        second.setEventHandler {}
+        second.resume()
+        precondition(waitUntil { crl_signal_disposition(SIGUSR2) == 2 }, "no Dispatch handler")
+        late.invalidate()
+        precondition(crl_signal_disposition(SIGUSR2) == 2, "Dispatch's handler was replaced")
+      }
+    }
+
+    @Test(
+      "84. SIGKILL, SIGSTOP, the synchronous faults and numbers that are no signal are refused with an error naming them"
+    )
+    func test_84_refused() {
+      let cases: [(Int32, String)] = [
+        (SIGKILL, "SIGKILL"), (SIGSTOP, "SIGSTOP"), (SIGSEGV, "SIGSEGV"), (SIGBUS, "SIGBUS"),
+        (SIGFPE, "SIGFPE"), (SIGILL, "SIGILL"), (0, "0"), (32, "32"), (65, "65"),
+      ]
+      for (signal, name) in cases {
+        do {
+          _ = try SignalSource(signal: signal) { _ in }
+          Issue.record("signal \(signal) was accepted")
+        } catch {
+          #expect("\(error)".contains(name), "\(error)")
+          #expect(disposition(signal) != .ours)
+        }
+      }
+      #expect(SignalSource.name(of: SIGTERM) == "SIGTERM")
+      #expect(SignalSource.name(of: realtime(3)) == "SIGRTMIN+3")
+    }
+  }
+}
