@@ -10,8 +10,8 @@ struct Options {
       --quick        a smoke run (fewer samples, shorter windows), under a minute
       --json FILE    write every figure as JSON
       --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
-      --only LIST    run some studies: wake, spin, idle, throughput, threads, timers,
-                     isolated, virtual, tracer
+      --only LIST    run some studies: wake, spin, idle, throughput, group, threads,
+                     timers, isolated, virtual, tracer
     """
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -44,6 +44,10 @@ struct Options {
   var wakeRounds: Int { quick ? 3 : 10 }
   /// Tasks per throughput case.
   var throughputTasks: Int { quick ? 50_000 : 1_000_000 }
+  /// Tasks per case of the ResidentThreadGroup study (10 cases a round).
+  var groupTasks: Int { quick ? 50_000 : 500_000 }
+  /// Interleaved rounds of the ResidentThreadGroup study.
+  var groupRounds: Int { quick ? 3 : 7 }
   /// Interleaved rounds of the throughput study.
   var throughputRounds: Int { quick ? 3 : 5 }
   var timerCount: Int { quick ? 100_000 : 1_000_000 }

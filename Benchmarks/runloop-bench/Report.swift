@@ -9,6 +9,7 @@ struct Report: Codable {
   var spin: [SpinResult] = []
   var idle: [IdleResult] = []
   var throughput: [ThroughputResult] = []
+  var groupThroughput: [GroupThroughputResult] = []
   var threads: ThreadCostResult?
   var timerScale: TimerScaleResult?
   var timerLateness: [LatenessResult] = []
@@ -78,6 +79,7 @@ extension Report {
             + pad(result.wakeUpsPerTask.map { fixed($0, 4) } ?? "—", 21, right: true))
       }
     }
+    printGroupThroughput()
     if let threads {
       print("\nWhy keep a thread alive\n")
       print(

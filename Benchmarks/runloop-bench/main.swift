@@ -29,6 +29,9 @@ if options.wants("idle") {
 if options.wants("throughput") {
   report.throughput = try ThroughputStudy.run(options, progress: progress)
 }
+if options.wants("group") {
+  report.groupThroughput = try GroupThroughputStudy.run(options, progress: progress)
+}
 if options.wants("threads") {
   let resident = report.wake.first { $0.name == "ResidentThread.perform" }?
     .figures(in: .crossCPU)?.pooled

@@ -42,13 +42,19 @@ public final class ResidentThread: Sendable {
   ///   - waitPolicy: how its loop waits when idle (default: sleep at once, no CPU).
   /// - Throws: `LoopError.invalidArgument` for a bad name, stack size, niceness or CPU set —
   ///   before any thread is created — or `.system` if the kernel refuses the configuration.
-  public init(
+  public convenience init(
     name: String, stackSize: Int? = nil, niceness: Int32? = nil, cpuAffinity: Set<Int>? = nil,
     waitPolicy: Loop.WaitPolicy = .sleep
   ) throws(LoopError) {
-    let configuration = try ThreadConfiguration(
-      name: name, stackSize: stackSize, niceness: niceness, cpuAffinity: cpuAffinity,
-      waitPolicy: waitPolicy)
+    try self.init(
+      configuration: ThreadConfiguration(
+        name: name, stackSize: stackSize, niceness: niceness, cpuAffinity: cpuAffinity,
+        waitPolicy: waitPolicy))
+  }
+
+  /// Starts a thread from a configuration already checked (`ResidentThreadGroup` checks every
+  /// thread's before it starts the first).
+  init(configuration: ThreadConfiguration) throws(LoopError) {
     core = ResidentThreadCore(configuration: configuration)
     try core.start()
     residentLoop = core.loop
@@ -58,8 +64,9 @@ public final class ResidentThread: Sendable {
   deinit {
     core.stop()
     // On the resident thread itself (in a block, or in its thread-exit destructors) nobody
-    // could join it: let it clean up alone.
-    if core.isOwnPthread {
+    // could join it: let it clean up alone. Nor is a thread its group already detached
+    // waited for (the group was dropped on a sibling thread, which must not wait for it).
+    if core.isOwnPthread || core.isDetached {
       core.detach()
     } else {
       core.join()

@@ -121,9 +121,15 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
 
   var threadID: pid_t { lock.withLock { storedThreadID } }
 
-  var isCurrent: Bool {
-    pthread_getspecific(residentCoreKey) == Unmanaged.passUnretained(self).toOpaque()
-  }
+  var isCurrent: Bool { ResidentThreadCore.currentIdentity == identity }
+
+  /// Who this core is, to compare with `currentIdentity` (an unretained pointer, never
+  /// dereferenced).
+  var identity: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+  /// The `identity` of the resident thread the caller is on, nil on any other thread: one
+  /// thread-specific read, however many resident threads there are.
+  static var currentIdentity: UnsafeMutableRawPointer? { pthread_getspecific(residentCoreKey) }
 
   /// True on the pthread this core created, even during its thread-exit destructors (when
   /// `isCurrent` is already false). Only meaningful before that thread has been joined.
@@ -185,13 +191,19 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     return nil
   }
 
-  /// For a handle dropped on the thread itself: nobody can join it, so let it clean up alone.
+  /// True once `detach()` went ahead: nobody will join the thread.
+  var isDetached: Bool { lock.withLock { detached } }
+
+  /// For a handle dropped on the thread itself (or a group dropped on one of its threads):
+  /// nobody can join it, so let it clean up alone. Does nothing once a join has begun.
   func detach() {
-    lock.withLock {
-      guard !joinStarted, !detached else { return }
+    let first = lock.withLock { () -> Bool in
+      guard !joinStarted, !detached else { return false }
       detached = true
+      return true
     }
-    pthread_detach(thread)
+    // Once only: detaching a thread twice (or one being joined) is undefined behaviour.
+    if first { pthread_detach(thread) }
   }
 }
 
