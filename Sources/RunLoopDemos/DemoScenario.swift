@@ -49,6 +49,10 @@ public struct DemoScenario: Sendable {
       name: "concurrency",
       summary: "a @MainActor hop, a Task.sleep and a DispatchQueue.main block wake Loop.main",
       needsMainThread: true, run: ConcurrencyDemo.run),
+    DemoScenario(
+      name: "signals",
+      summary: "a daemon on Loop.main: SIGUSR1 reloads, a child watched to its exit, SIGTERM stops",
+      needsMainThread: true, run: SignalsDemo.run),
   ]
 
   public static func named(_ name: String) -> DemoScenario? { all.first { $0.name == name } }

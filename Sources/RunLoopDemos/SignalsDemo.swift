@@ -1,0 +1,162 @@
+import CRunLoopShims
+import Dispatch
+import Glibc
+import RunLoopKit
+
+/// `signals`: a small daemon on `Loop.main` with a group of two worker threads. It sends
+/// itself SIGUSR1 three times (each a "reload", counted on the main thread), watches a child
+/// process to its exit, and stops gracefully on SIGTERM: the workers finish the jobs queued
+/// before the stop, then the loop returns and the program exits 0. Runs on the main thread
+/// only (its test is an XCTest case, which runs there).
+public enum SignalsDemo {
+  // A script read top to bottom, in the order its steps appear in the output.
+  public static func run() throws -> DemoReport {
+    guard crl_is_main_thread() != 0 else {
+      throw DemoError("the signals scenario runs Loop.main, so it must run on the main thread")
+    }
+    var report = DemoReport(name: "signals", title: "A daemon: signals, a child, two workers")
+    let loop = Loop.main
+    let workers = try ResidentThreadGroup(count: 2, name: "worker")
+
+    // 1. SIGUSR1 = reload. The sender waits for each reload, so none coalesce.
+    let reloads = Locked(0)
+    let reload = try SignalSource(signal: SIGUSR1) { count in
+      reloads.withLock { $0 += count }
+      if reloads.value == 3 { loop.stop() }
+    }
+    try loop.add(reload, to: .default)
+    defer { reload.invalidate() }
+    let reloadTrace = try traced(loop) {
+      for sent in 1...3 {
+        kill(getpid(), SIGUSR1)
+        try? waitFor("reload \(sent)") { reloads.value >= sent }
+      }
+    }
+
+    // 2. A child process, watched to its exit through its pidfd.
+    let termination = Locked<ChildProcessSource.Termination?>(nil)
+    let child = try spawn("/bin/sh", "-c", "exit 7")
+    let watch = try ChildProcessSource(processID: child) { ended in
+      termination.value = ended
+      loop.stop()
+    }
+    try loop.add(watch, to: .default)
+    let childTrace = try traced(loop, startWhenAsleep: false) {}
+
+    // 3. SIGTERM = graceful stop: jobs are queued on the workers, then the signal arrives.
+    let finished = Locked(0)
+    let queued = 8
+    let stop = try SignalSource(signal: SIGTERM) { _ in
+      workers.stop()
+      try? workers.join()
+      loop.stop()
+    }
+    try loop.add(stop, to: .default)
+    defer { stop.invalidate() }
+    let started = Locked(0)
+    let stopTrace = try traced(loop) {
+      for _ in 0..<queued {
+        try? workers.next().perform {
+          started.withLock { $0 += 1 }
+          usleep(5_000)  // a job's work
+          finished.withLock { $0 += 1 }
+        }
+      }
+      try? waitFor("the first jobs to start") { started.value >= 2 }
+      kill(getpid(), SIGTERM)
+    }
+    let refused = (try? workers.next().perform {}) == nil
+
+    report.steps = [
+      DemoStep(
+        caption: "A worker sends SIGUSR1 three times; Loop.main's SignalSource counts reloads",
+        events: reloadTrace,
+        notes: [
+          "Woken by \(causes(reloadTrace)): the process-wide handler counted each delivery and "
+            + "wrote the source's eventfd; the count reached the handler on the main thread.",
+          "reloads counted: \(reloads.value)",
+        ]),
+      DemoStep(
+        caption: "A child process (`sh -c 'exit 7'`) watched through its pidfd",
+        events: childTrace,
+        notes: [
+          "The child \(termination.value.map(\.description) ?? "never ended") and was reaped: "
+            + "no zombie is left (waitpid now says ECHILD: \(isReaped(child)))."
+        ]),
+      DemoStep(
+        caption: "\(queued) jobs queued on the two workers, then SIGTERM",
+        events: stopTrace,
+        notes: [
+          "The SIGTERM handler called workers.stop() and workers.join(): every job queued "
+            + "before the stop ran (\(finished.value) of \(queued)), then Loop.main stopped.",
+          "A job posted after the stop is refused with an error, not dropped: \(refused).",
+        ]),
+    ]
+    report.explanation = """
+      A signal can arrive on any thread, at any moment, and a signal handler may do almost \
+      nothing safely. So a SignalSource installs one process-wide handler per signal that only \
+      counts the delivery and writes the source's eventfd; the loop sees the eventfd as any \
+      other descriptor and calls your handler on its own thread, with the count. No thread has \
+      to block the signal, which is what makes signalfd hard to use in a program whose \
+      libraries start threads of their own. A child's exit needs no signal at all: its pidfd \
+      becomes readable, and the source reaps the child. A ResidentThreadGroup's stop() lets \
+      each thread finish what was posted before it, so a SIGTERM handler that stops and joins \
+      the group shuts the program down without losing queued work.
+      """
+    return report
+  }
+
+  /// Runs `loop` with a tracer attached until it is stopped, and returns the trace. `start`
+  /// runs on a Dispatch worker, once the loop sleeps, so what it sends shows as the wake cause.
+  private static func traced(
+    _ loop: Loop, startWhenAsleep: Bool = true, start: @escaping @Sendable () -> Void
+  ) throws -> [LoopTracer.Event] {
+    let tracer = LoopTracer()
+    try tracer.attach(to: loop)
+    if startWhenAsleep {
+      DispatchQueue.global().async {
+        while !loop.isWaiting { usleep(100) }
+        start()
+      }
+    } else {
+      start()
+    }
+    let result = loop.run(in: .default, for: .seconds(10))
+    tracer.detach()
+    guard result == .stopped else { throw DemoError("Loop.main's run returned \(result)") }
+    return tracer.events
+  }
+
+  /// What ended the sleeps of a trace, in order.
+  private static func causes(_ events: [LoopTracer.Event]) -> String {
+    let causes = events.flatMap { event -> [LoopTracer.WakeCause] in
+      if case .slept(let causes) = event.kind { return causes }
+      return []
+    }
+    return causes.isEmpty
+      ? "nothing (it never slept)" : causes.map(\.description).joined(separator: ", then ")
+  }
+
+  private static func isReaped(_ pid: pid_t) -> Bool {
+    waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD
+  }
+
+  /// posix_spawn with no signal blocked in the child: a blocked mask survives exec.
+  private static func spawn(_ arguments: String...) throws -> pid_t {
+    var pid: pid_t = 0
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+    let result = posix_spawn(&pid, arguments[0], nil, &attributes, &argv, environ)
+    guard result == 0 else {
+      throw DemoError("posix_spawn \(arguments[0]) failed: errno \(result)")
+    }
+    return pid
+  }
+}
