@@ -260,7 +260,7 @@ extension RunLoopKitTests {
       #expect(
         DemoScenario.all.map(\.name) == [
           "keepalive", "modes", "observers", "step", "sources", "search", "network",
-          "concurrency",
+          "concurrency", "signals",
         ])
       // Scenarios that run Loop.main are rendered by their XCTest case, on the main thread.
       for scenario in DemoScenario.all where !scenario.needsMainThread {

@@ -14,9 +14,9 @@ extension RunLoopKitTests {
       @Sendable func spawnWorkerProcess() throws -> pid_t { try spawnShell("exit 0") }
       try onLoopThread { loop in
         // --- ProgramsOnLoops.md: a child process's exit ---
-        let child = try spawnWorkerProcess()  // posix_spawn, fork/exec: any child of this process
+        let child = try spawnWorkerProcess()  // any child of this process
         let watch = try ChildProcessSource(processID: child) { termination in
-          print("worker \(termination)")  // "worker exited with status 0", "worker killed by SIGKILL"
+          print("worker \(termination)")  // "worker exited with status 0"
         }
         try loop.add(watch, to: .default)
         // --- end ---
@@ -31,9 +31,10 @@ extension RunLoopKitTests {
     @Test("85. KeepingAThreadAlive.md's group snippet spreads child tasks and stops cleanly")
     func test_85_articleGroupSnippet() async throws {
       let ran = Box<String?>(nil)
+      @Sendable func work() { ran.value = threadName() }
       // --- KeepingAThreadAlive.md: several threads ---
       let workers = try ResidentThreadGroup(count: 4, name: "worker")
-      try workers.next().perform { /* on worker-0 */ ran.value = threadName() }  // round-robin: worker-0, worker-1, …
+      try workers.next().perform { work() }  // round-robin: worker-0, worker-1, …
       let total = await withTaskExecutorPreference(workers.executor) {
         await withTaskGroup(of: Int.self) { children in  // children spread over the 4 threads
           for chunk in 0..<8 { children.addTask { chunk * chunk } }
