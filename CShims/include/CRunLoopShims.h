@@ -95,13 +95,24 @@ uint64_t crl_signal_slot_take(int slot);
 /// Frees the slot, waits until no handler can still write to its fd, and returns the
 /// deliveries it counted and nobody took.
 uint64_t crl_signal_slot_clear(int slot);
-/// Installs the handler for `signo`, remembering the disposition it replaces (called on or
-/// after the previous one is chained: a function handler found there keeps being called).
-/// Returns 0, or -1 with errno.
+/// Handlers inside their counted part right now (tests use it to know deliveries are done).
+int crl_signal_handlers_in_flight(void);
+/// Installs the handler for `signo`, remembering the disposition it replaces: a function
+/// handler found there keeps being called after the count. Keeps SIGCHLD's SA_NOCLDSTOP and
+/// SA_NOCLDWAIT. Returns 0, or -1 with errno.
 int crl_signal_install(int signo);
 /// Puts back the disposition `crl_signal_install` found. Returns 0, 1 when the handler there
 /// is no longer ours (someone installed another since: it is left alone), or -1 with errno.
 int crl_signal_restore(int signo);
+/// Starts the library's catcher thread once ("rlk-signals"): it keeps the watched signals
+/// deliverable when every other thread blocks them. Returns 0 or an errno value.
+int crl_signal_catcher_start(void);
+/// The catcher's thread ID once it runs, 0 before.
+pid_t crl_signal_catcher_thread_id(void);
+/// tgkill(2): sends `signo` to one thread of this process; 0 or -1 with errno.
+int crl_thread_kill(pid_t tid, int signo);
+/// Adds `signo` to (or removes it from) the signals the catcher leaves unblocked.
+void crl_signal_catcher_watch(int signo, int watching);
 /// The current disposition: 0 default, 1 ignored, 2 another handler, 3 RunLoopKit's; -1 errno.
 int crl_signal_disposition(int signo);
 /// SIGRTMIN and SIGRTMAX as this C library reports them (glibc keeps the first two

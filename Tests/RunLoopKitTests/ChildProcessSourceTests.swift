@@ -6,8 +6,9 @@ import Testing
 @testable import RunLoopKit
 
 /// Starts `/bin/sh -c script` with posix_spawn (nothing reaps it but the test) and returns
-/// its process ID. The child starts with no signal blocked: a blocked mask survives exec, and
-/// the test's thread (one of Dispatch's) blocks nearly every signal.
+/// its process ID. The child starts with no signal blocked and every action at its default: a
+/// blocked mask and ignored signals survive exec, and the test's thread (one of Dispatch's)
+/// blocks nearly every signal.
 func spawnShell(_ script: String) throws -> pid_t {
   var pid: pid_t = 0
   let arguments = ["/bin/sh", "-c", script]
@@ -19,10 +20,24 @@ func spawnShell(_ script: String) throws -> pid_t {
   var none = sigset_t()
   sigemptyset(&none)
   posix_spawnattr_setsigmask(&attributes, &none)
-  posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+  // Default actions too: a runner started under nohup ignores SIGHUP, and so would its child.
+  var all = sigset_t()
+  sigfillset(&all)
+  sigdelset(&all, SIGKILL)
+  sigdelset(&all, SIGSTOP)
+  posix_spawnattr_setsigdefault(&attributes, &all)
+  posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
   let result = posix_spawn(&pid, "/bin/sh", nil, &attributes, &argv, environ)
   guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
   return pid
+}
+
+/// Whether `pid` is still running (not yet a zombie).
+func processIsRunning(_ pid: pid_t) -> Bool {
+  guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    let close = stat.lastIndex(of: ")")
+  else { return false }
+  return !stat[stat.index(after: close)...].hasPrefix(" Z")
 }
 
 /// Whether `pid` still exists as a process (a zombie included).
@@ -126,6 +141,30 @@ extension RunLoopKitTests {
       #expect(waitpid(pid, nil, 0) == pid)  // still ours to reap
       try thread.performAndWait {}
       #expect(called.value == 0)
+    }
+
+    @Test(
+      "86. Invalidated from another thread while its child ends: the handler runs at most once, and a child it did not report is still ours to reap"
+    )
+    func test_86_invalidationRacesTheExit() throws {
+      let thread = try ResidentThread(name: "child-race")
+      for round in 0..<40 {
+        let reported = Counter()
+        let pid = try spawnShell("exit 0")
+        let source = try ChildProcessSource(processID: pid) { _ in reported.increment() }
+        try thread.loop.add(source, to: .default)
+        // Half the rounds let the exit get a head start.
+        if round % 2 == 0 { _ = waitUntil(seconds: 0.05) { !processIsRunning(pid) } }
+        source.invalidate()
+        try thread.performAndWait {}
+        #expect(reported.value <= 1)
+        #expect(!source.isValid)
+        if reported.value == 1 {
+          #expect(waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD)
+        } else {
+          #expect(waitpid(pid, nil, 0) == pid, "round \(round): the child was reaped unreported")
+        }
+      }
     }
   }
 }

@@ -39,26 +39,29 @@ extension RunLoopKitTests {
     @Test(
       "82. An object on its loop's thread watches signals and a child with closures that capture self"
     )
-    func test_82_daemonCapturesSelf() throws {
-      let child = try spawnShell("exit 4")
-      let outcome = try onLoopThread { loop -> String in
-        let daemon = Daemon()
-        try daemon.start()
-        try daemon.watch(child: child)
-        // Sent from this thread, before the loop runs: the deliveries wait in the counts.
-        kill(getpid(), SIGHUP)
-        let deadline = LoopClock.Instant.now.advanced(by: .seconds(10))
-        while daemon.reloads == 0 || daemon.childStatus == nil, LoopClock.Instant.now < deadline {
-          loop.run(until: deadline, returnAfterSourceHandled: true)
+    func test_82_daemonCapturesSelf() async {
+      // In a child: it sends SIGTERM to its own process.
+      await #expect(processExitsWith: .success) {
+        let child = try spawnShell("exit 4")
+        let outcome = try onLoopThread { loop -> String in
+          let daemon = Daemon()
+          try daemon.start()
+          try daemon.watch(child: child)
+          // Sent from this thread, before the loop runs: the deliveries wait in the counts.
+          kill(getpid(), SIGHUP)
+          let deadline = LoopClock.Instant.now.advanced(by: .seconds(10))
+          while daemon.reloads == 0 || daemon.childStatus == nil, LoopClock.Instant.now < deadline {
+            loop.run(until: deadline, returnAfterSourceHandled: true)
+          }
+          kill(getpid(), SIGTERM)
+          let result = loop.run(for: .seconds(10))
+          let status = daemon.childStatus.map(String.init(describing:)) ?? "-"
+          return "\(daemon.reloads) \(status) \(result)"
         }
-        kill(getpid(), SIGTERM)
-        let result = loop.run(for: .seconds(10))
-        return
-          "\(daemon.reloads) \(daemon.childStatus.map(String.init(describing:)) ?? "-") \(result)"
+        precondition(outcome == "1 exited with status 4 stopped", outcome)
+        precondition(crl_signal_disposition(SIGHUP) == 0)
+        precondition(crl_signal_disposition(SIGTERM) == 0)
       }
-      #expect(outcome == "1 exited with status 4 stopped")
-      #expect(crl_signal_disposition(SIGHUP) == 0)
-      #expect(crl_signal_disposition(SIGTERM) == 0)
     }
   }
 }

@@ -77,8 +77,7 @@ public final class ChildProcessSource: Sendable {
       handler: { source, _ in
         // Readable means the process has ended, so this does not block.
         guard let termination = pidfd.reap() else { return }
-        source.invalidate()
-        pidfd.close()
+        if source.invalidateFirst() { pidfd.close() }
         handler(termination)
       })
   }
@@ -92,8 +91,9 @@ public final class ChildProcessSource: Sendable {
   /// Stops watching and closes the pidfd; the handler is never called and the child, if it
   /// is still running or not yet reaped, is left to you.
   public func invalidate() {
-    source.invalidate()
-    pidfd.close()
+    // Closed only by the call that took the pidfd out of every epoll set; otherwise by the
+    // handler's own invalidation, or when the last reference goes.
+    if source.invalidateFirst() { pidfd.close() }
   }
 }
 
@@ -124,7 +124,7 @@ final class ProcessDescriptor: @unchecked Sendable {  // `closed` is guarded by 
     var status: Int32 = 0
     let options = CRL_WEXITED | CRL_WNOHANG | CRL_WNOWAIT
     if crl_pidfd_wait(fd, options, &code, &status) < 0 && crl_errno() == ECHILD {
-      Glibc.close(fd)
+      close()  // once: deinit runs too, and must not close the number again
       throw .invalidArgument(
         name: "process ID", value: "\(processID)",
         reason: "it is not a child of this process (waitid: ECHILD); only a parent can "
@@ -137,15 +137,21 @@ final class ProcessDescriptor: @unchecked Sendable {  // `closed` is guarded by 
   func reap() -> ChildProcessSource.Termination? {
     var code: Int32 = 0
     var status: Int32 = 0
-    while true {
-      let pid = crl_pidfd_wait(fd, CRL_WEXITED | CRL_WNOHANG, &code, &status)
-      if pid < 0 && crl_errno() == EINTR { continue }
-      if pid < 0 { return .reapedElsewhere }
-      if pid == 0 { return nil }
-      switch code {
-      case CRL_CLD_EXITED: return .exited(status)
-      case CRL_CLD_DUMPED: return .signalled(status, coreDumped: true)
-      default: return .signalled(status, coreDumped: false)
+    return lock.withLock { () -> ChildProcessSource.Termination? in
+      // Closed by an invalidation on another thread: the number may be another pidfd now.
+      guard !closed else { return nil }
+      while true {
+        let pid = crl_pidfd_wait(fd, CRL_WEXITED | CRL_WNOHANG, &code, &status)
+        if pid < 0 && crl_errno() == EINTR { continue }
+        // With our own open pidfd of our own child, ECHILD (someone else waited first) is
+        // the only failure waitid has.
+        if pid < 0 { return .reapedElsewhere }
+        if pid == 0 { return nil }
+        switch code {
+        case CRL_CLD_EXITED: return .exited(status)
+        case CRL_CLD_DUMPED: return .signalled(status, coreDumped: true)
+        default: return .signalled(status, coreDumped: false)
+        }
       }
     }
   }

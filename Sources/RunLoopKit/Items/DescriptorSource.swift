@@ -151,6 +151,14 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// and whatever it captured, is released once every lock is let go. A handler call already
   /// under way on the loop's thread finishes.
   public func invalidate() {
+    invalidateFirst()
+  }
+
+  /// `invalidate()` that says whether this call did it: only that call has detached the source
+  /// from every mode when it returns (a second, concurrent call returns at once), so only it
+  /// may close a descriptor the library owns.
+  @discardableResult
+  func invalidateFirst() -> Bool {
     invalidateReleasing { storedHandler.take() }
   }
 

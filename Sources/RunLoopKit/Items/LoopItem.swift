@@ -55,9 +55,11 @@ extension BoundItem {
   /// them once no lock is held, since a captured object's deinit may call back into the loop.
   /// Only the call that made the item invalid does this: a concurrent second call must not
   /// drop the closures (the cancel callback among them) before the first has detached.
-  func invalidateReleasing<Closures>(_ take: () -> Closures) {
+  /// Returns whether this call made the item invalid (and has detached it by now).
+  @discardableResult
+  func invalidateReleasing<Closures>(_ take: () -> Closures) -> Bool {
     let (wasValid, loop) = binding.invalidate()
-    guard wasValid else { return }
+    guard wasValid else { return false }
     loop?.detachEverywhere(self)
     let released = binding.lock.withLock(take)
     if binding.releasesOnLoopThread, let loop {
@@ -65,6 +67,7 @@ extension BoundItem {
     } else {
       withExtendedLifetime(released) {}
     }
+    return true
   }
 }
 

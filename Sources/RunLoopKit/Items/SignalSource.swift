@@ -27,10 +27,19 @@ import Glibc
 /// Other code that handles the same signal: a signal has one disposition per process, and
 /// the last `sigaction` wins. A handler installed *before* the first source (Dispatch's
 /// `DispatchSource.makeSignalSource`, or your own) keeps being called after the source's
-/// count, so both see every delivery. One installed *after* replaces this one: the sources go
+/// count, so both see every delivery (it runs with every signal blocked, the mask this
+/// library's handler runs with). One installed *after* replaces this one: the sources go
 /// quiet, and when the last of them goes, the other handler is left in place. Threads that
 /// block the signal (Dispatch's do, once one of its signal sources has fired on them) are
-/// simply skipped by the kernel; if every thread blocks it, it stays pending.
+/// skipped by the kernel. A process-directed signal that every thread blocks still arrives:
+/// while any signal has a source, the library keeps one thread of its own ("rlk-signals")
+/// that leaves exactly the watched signals unblocked. A signal sent to one thread
+/// (`pthread_kill`) that blocks it waits until that thread unblocks it.
+///
+/// While a source of `SIGCHLD` is in a mode, `SIG_IGN`'s automatic reaping of children is
+/// off (a handler is installed); the `SA_NOCLDSTOP`/`SA_NOCLDWAIT` flags found are kept. A
+/// child made by `fork()` without `exec` inherits the handler but not the loops: close or
+/// reset what it needs before it relies on a signal's default action.
 ///
 /// Refused with `LoopError.invalidArgument` naming the signal: `SIGKILL` and `SIGSTOP` (no
 /// process can catch them), the synchronous faults `SIGSEGV`, `SIGBUS`, `SIGFPE` and `SIGILL`
@@ -185,6 +194,9 @@ final class SignalWatch: DescriptorMembership, @unchecked Sendable {  // state u
   /// is either in this count or writes the fd again (and the next call finds 0 or more).
   func takeDeliveries() -> Int {
     lock.withLock {
+      // Invalidated on another thread while this delivery was on its way: the number may
+      // name another file by now.
+      guard !closed else { return 0 }
       _ = try? eventFD.drain()
       var count = carried
       carried = 0

@@ -4,6 +4,8 @@ import Glibc
 /// The process-wide side of signal sources: which handler slot watches which signal, and when
 /// the signal's disposition is installed and put back. The handler itself is C (shims.c) and
 /// only reads the slots; every decision is made here, under one lock, outside any handler.
+/// The first watch also starts the catcher, one thread of the library's own that leaves the
+/// watched signals unblocked, so they are delivered even when every other thread blocks them.
 ///
 /// libuv keeps the same split (`uv__signal_handler` writes to each watching loop's pipe;
 /// `uv_signal_start` decides under a lock). The difference is the wake-up: one eventfd per
@@ -14,6 +16,7 @@ enum SignalRegistry {
     var freeSlots: [Int32] = (0..<Int32(CRL_SIGNAL_SLOTS)).reversed()
     /// Slots in use per signal; the disposition is ours while this is above zero.
     var watchers: [Int32: Int] = [:]
+    var catcherStarted = false
   }
 
   private static let lock = Lock()
@@ -33,6 +36,7 @@ enum SignalRegistry {
       crl_signal_slot_set(slot, signal, eventFD)
       if state.watchers[signal, default: 0] == 0 {
         do throws(LoopError) {
+          try startCatcherLocked()
           try Syscall.retryingEINTR("sigaction", on: SignalSource.name(of: signal)) {
             crl_signal_install(signal)
           }
@@ -41,6 +45,7 @@ enum SignalRegistry {
           state.freeSlots.append(slot)
           throw error
         }
+        crl_signal_catcher_watch(signal, 1)
       }
       state.watchers[signal, default: 0] += 1
       return slot
@@ -56,11 +61,27 @@ enum SignalRegistry {
       state.watchers[signal] = remaining == 0 ? nil : remaining
       // Restored before the slot is cleared: a delivery in between is still counted, and one
       // after takes the old disposition, as it should with no source left.
-      if remaining == 0 { _ = crl_signal_restore(signal) }
+      if remaining == 0 {
+        _ = crl_signal_restore(signal)
+        crl_signal_catcher_watch(signal, 0)
+      }
       let leftover = crl_signal_slot_clear(slot)
       state.freeSlots.append(slot)
       return leftover
     }
+  }
+
+  /// Starts the catcher thread the first time a signal is watched (see shims.c): without it,
+  /// a signal that every thread blocks would stay pending for good.
+  private static func startCatcherLocked() throws(LoopError) {
+    guard !state.catcherStarted else { return }
+    let result = crl_signal_catcher_start()
+    guard result == 0 else {
+      throw .system(
+        SystemError(
+          operation: "pthread_create", subject: "the signal catcher thread", errno: result))
+    }
+    state.catcherStarted = true
   }
 
   /// The deliveries counted in `slot` since the last take.
