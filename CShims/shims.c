@@ -199,9 +199,16 @@ static struct sigaction crl_signal_previous[CRL_SIGNAL_LIMIT];
 static struct crl_signal_chain crl_signal_chains[CRL_SIGNAL_LIMIT][2];
 static _Atomic(struct crl_signal_chain *) crl_signal_chain[CRL_SIGNAL_LIMIT];
 
+// Set on a thread while it runs a chained handler. Another library's handler that chains
+// back to ours (installed before it, put back after ours left) would otherwise bounce the
+// delivery between the two for ever; the second entry returns at once.
+static __thread __attribute__((tls_model("initial-exec"))) int crl_signal_in_chain;
+
 static void crl_signal_handler(int signo, siginfo_t *info, void *context) {
-  // Runs with every signal blocked (sa_mask is full), so no other handler can interrupt the
-  // counted part below and leave it without the decrement (a siglongjmp out of a nested one).
+  if (crl_signal_in_chain) return;
+  // Runs with every asynchronous signal blocked (see sa_mask), so no other handler can
+  // interrupt the counted part below and leave it without the decrement (a siglongjmp out of
+  // a nested one).
   int saved_errno = errno;
   atomic_fetch_add(&crl_signal_handlers_running, 1);
   for (int i = 0; i < CRL_SIGNAL_SLOTS; i++) {
@@ -222,19 +229,24 @@ static void crl_signal_handler(int signo, siginfo_t *info, void *context) {
   atomic_fetch_sub(&crl_signal_handlers_running, 1);
   // Outside the counted part: a chained handler may never return (siglongjmp).
   if (chain.function != NULL) {
+    crl_signal_in_chain = 1;
     if (chain.siginfo) {
       ((void (*)(int, siginfo_t *, void *))chain.function)(signo, info, context);
     } else {
       ((void (*)(int))chain.function)(signo);
     }
+    crl_signal_in_chain = 0;
   }
   errno = saved_errno;
 }
 
 // A child made by fork() while some thread was inside the handler's counted part would
 // otherwise inherit a count that never goes back to zero.
+static void crl_signal_catcher_forget(void);
 static void crl_signal_after_fork_in_child(void) {
   atomic_store(&crl_signal_handlers_running, 0);
+  // The catcher thread is not copied by fork(): the next watch starts one of the child's own.
+  crl_signal_catcher_forget();
 }
 
 void crl_signal_slot_set(int slot, int signo, int fd) {
@@ -280,6 +292,12 @@ int crl_signal_install(int signo) {
   action.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK |
                     (current.sa_flags & (SA_NOCLDSTOP | SA_NOCLDWAIT));
   sigfillset(&action.sa_mask);
+  // Faults stay deliverable: a crash inside a chained handler must reach the crash reporter.
+  sigdelset(&action.sa_mask, SIGSEGV);
+  sigdelset(&action.sa_mask, SIGBUS);
+  sigdelset(&action.sa_mask, SIGFPE);
+  sigdelset(&action.sa_mask, SIGILL);
+  sigdelset(&action.sa_mask, SIGTRAP);
   struct sigaction previous;
   if (sigaction(signo, &action, &previous) != 0) return -1;
   crl_signal_previous[signo] = previous;
@@ -315,17 +333,33 @@ int crl_signal_restore(int signo) {
 // blocks everything except the signals that have a source, waiting in ppoll with that mask,
 // and is told through an eventfd when the set changes.
 static _Atomic uint64_t crl_signal_watched;
+// Bumped by each change of the watched set; the catcher stores the value it has taken in
+// (outside ppoll, with every signal blocked) before it waits with the new mask.
+static _Atomic uint64_t crl_signal_catcher_requested;
+static _Atomic uint64_t crl_signal_catcher_applied;
 static int crl_signal_catcher_fd = -1;
 static pthread_t crl_signal_catcher_thread;
 static int crl_signal_catcher_started;
 static _Atomic pid_t crl_signal_catcher_tid;
+
+static void crl_signal_catcher_forget(void) {
+  if (crl_signal_catcher_fd >= 0) close(crl_signal_catcher_fd);
+  crl_signal_catcher_fd = -1;
+  crl_signal_catcher_started = 0;
+  atomic_store(&crl_signal_catcher_tid, 0);
+  atomic_store(&crl_signal_catcher_applied, atomic_load(&crl_signal_catcher_requested));
+}
 
 static void *crl_signal_catcher(void *unused) {
   (void)unused;
   prctl(PR_SET_NAME, "rlk-signals", 0, 0, 0);
   atomic_store(&crl_signal_catcher_tid, (pid_t)syscall(SYS_gettid));
   for (;;) {
+    uint64_t requested = atomic_load(&crl_signal_catcher_requested);
     uint64_t watched = atomic_load(&crl_signal_watched);
+    // Every signal is blocked here, outside ppoll: a signal taken out of the set can no
+    // longer reach this thread from now on.
+    atomic_store(&crl_signal_catcher_applied, requested);
     sigset_t during;
     sigfillset(&during);
     for (int signo = 1; signo < CRL_SIGNAL_LIMIT; signo++) {
@@ -353,7 +387,9 @@ int crl_signal_catcher_start(void) {
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attributes, 64 * 1024);
+  // Small: it only ever runs the signal handler. Ignored (default size) where the platform
+  // needs more.
+  (void)pthread_attr_setstacksize(&attributes, 256 * 1024);
   int result = pthread_create(&crl_signal_catcher_thread, &attributes, crl_signal_catcher, NULL);
   pthread_attr_destroy(&attributes);
   pthread_sigmask(SIG_SETMASK, &saved, NULL);
@@ -377,9 +413,18 @@ void crl_signal_catcher_watch(int signo, int watching) {
   } else {
     atomic_fetch_and(&crl_signal_watched, ~bit);
   }
+  // No catcher (in a child after fork, before its first watch): the next one reads the set.
+  if (!crl_signal_catcher_started) return;
+  uint64_t generation = atomic_fetch_add(&crl_signal_catcher_requested, 1) + 1;
   uint64_t one = 1;
   ssize_t ignored = write(crl_signal_catcher_fd, &one, sizeof one);
   (void)ignored;
+  // A signal leaving the set must be blocked in the catcher before its old disposition comes
+  // back, or the catcher would take its default action for a signal every other thread
+  // blocks. The catcher answers within one wake-up.
+  if (!watching) {
+    while (atomic_load(&crl_signal_catcher_applied) < generation) sched_yield();
+  }
 }
 
 int crl_signal_disposition(int signo) {

@@ -166,5 +166,26 @@ extension RunLoopKitTests {
         }
       }
     }
+
+    @Test(
+      "86. Forced: invalidated on another thread after the child was reaped and before the handler's own invalidation: reported once, pidfd closed once"
+    )
+    func test_86_invalidatedBetweenReapAndReport() throws {
+      let thread = try ResidentThread(name: "child-forced")
+      let reports = Box<[ChildProcessSource.Termination]>([])
+      let pid = try spawnShell("exit 9")
+      let source = try ChildProcessSource(processID: pid) { ended in reports.value.append(ended) }
+      let (arrived, release) = holdAt(.childReaped, for: source.pauseKey)
+      try thread.loop.add(source, to: .default)
+      #expect(arrived.wait())
+      let before = openDescriptorCount()
+      source.invalidate()  // the first invalidation: it detaches and closes the pidfd
+      #expect(openDescriptorCount() == before - 1)
+      release.open()
+      try thread.performAndWait {}
+      #expect(reports.value == [.exited(9)])
+      #expect(openDescriptorCount() == before - 1)
+      #expect(waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD)
+    }
   }
 }

@@ -43,6 +43,9 @@ extension RunLoopKitTests {
       // In a child: it sends SIGTERM to its own process.
       await #expect(processExitsWith: .success) {
         let child = try spawnShell("exit 4")
+        // What the runner had (SIGHUP is ignored under nohup): what the daemon must put back.
+        let hangUp = crl_signal_disposition(SIGHUP)
+        let terminate = crl_signal_disposition(SIGTERM)
         let outcome = try onLoopThread { loop -> String in
           let daemon = Daemon()
           try daemon.start()
@@ -59,8 +62,8 @@ extension RunLoopKitTests {
           return "\(daemon.reloads) \(status) \(result)"
         }
         precondition(outcome == "1 exited with status 4 stopped", outcome)
-        precondition(crl_signal_disposition(SIGHUP) == 0)
-        precondition(crl_signal_disposition(SIGTERM) == 0)
+        precondition(crl_signal_disposition(SIGHUP) == hangUp)
+        precondition(crl_signal_disposition(SIGTERM) == terminate)
       }
     }
   }

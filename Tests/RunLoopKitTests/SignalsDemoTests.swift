@@ -22,6 +22,7 @@ final class SignalsDemoTests: XCTestCase {
     }
     XCTAssertEqual(bySignal.count, 3, "\(reload.events.sleepCauses)")
     XCTAssertTrue(reload.notes.contains("reloads counted: 3"), "\(reload.notes)")
+    XCTAssertTrue(reload.notes[2].contains("rlk-signals"), "\(reload.notes)")
     // 2: the child's pidfd woke the loop; status 7; reaped.
     XCTAssertTrue(child.notes[0].contains("exited with status 7"), "\(child.notes)")
     XCTAssertTrue(child.notes[0].contains("ECHILD: true"), "\(child.notes)")

@@ -47,6 +47,8 @@ public final class ChildProcessSource: Sendable {
   public let processID: pid_t
   let pidfd: ProcessDescriptor
   let source: DescriptorSource
+  /// What tests hold the handler by (a `TestPausePoint` key the handler can capture).
+  let pauseKey: PauseKey
 
   /// - Parameters:
   ///   - processID: a child of this process that has not been waited for yet.
@@ -71,12 +73,15 @@ public final class ChildProcessSource: Sendable {
     let pidfd = try ProcessDescriptor(processID: processID)
     self.processID = processID
     self.pidfd = pidfd
+    let owner = PauseKey()
+    self.pauseKey = owner
     self.source = DescriptorSource(
       fileDescriptor: pidfd.fd, label: label ?? "child \(processID)", interest: .readable,
       order: 0, onTeardown: nil, ownsDescriptor: true, releasesOnLoopThread: releasesOnLoopThread,
       handler: { source, _ in
         // Readable means the process has ended, so this does not block.
         guard let termination = pidfd.reap() else { return }
+        TestPausePoint.reach(.childReaped, by: owner)
         if source.invalidateFirst() { pidfd.close() }
         handler(termination)
       })

@@ -16,7 +16,6 @@ enum SignalRegistry {
     var freeSlots: [Int32] = (0..<Int32(CRL_SIGNAL_SLOTS)).reversed()
     /// Slots in use per signal; the disposition is ours while this is above zero.
     var watchers: [Int32: Int] = [:]
-    var catcherStarted = false
   }
 
   private static let lock = Lock()
@@ -62,8 +61,11 @@ enum SignalRegistry {
       // Restored before the slot is cleared: a delivery in between is still counted, and one
       // after takes the old disposition, as it should with no source left.
       if remaining == 0 {
-        _ = crl_signal_restore(signal)
+        // The catcher blocks it first (and has, when this returns): restored while the
+        // catcher still accepted it, a signal every other thread blocks would take its
+        // default action there.
         crl_signal_catcher_watch(signal, 0)
+        _ = crl_signal_restore(signal)
       }
       let leftover = crl_signal_slot_clear(slot)
       state.freeSlots.append(slot)
@@ -71,17 +73,16 @@ enum SignalRegistry {
     }
   }
 
-  /// Starts the catcher thread the first time a signal is watched (see shims.c): without it,
+  /// Starts the catcher thread if it is not running (see shims.c): without it,
   /// a signal that every thread blocks would stay pending for good.
   private static func startCatcherLocked() throws(LoopError) {
-    guard !state.catcherStarted else { return }
+    // Idempotent, and after fork() in a child it starts the child's own.
     let result = crl_signal_catcher_start()
     guard result == 0 else {
       throw .system(
         SystemError(
           operation: "pthread_create", subject: "the signal catcher thread", errno: result))
     }
-    state.catcherStarted = true
   }
 
   /// The deliveries counted in `slot` since the last take.

@@ -17,6 +17,12 @@ enum TestPausePoint: Hashable, Sendable {
   /// `Loop.send(_:)`: a poster decided under the loop's lock to write the wake-up eventfd,
   /// released the lock, and has not written yet. Keyed by the loop.
   case wakeWriteDecided
+  /// A child-process source's handler reaped the child and has not invalidated the source
+  /// yet. Keyed by the `ChildProcessSource`.
+  case childReaped
+  /// A signal source's handler was called for its eventfd and has not taken the count yet.
+  /// Keyed by the `SignalSource`.
+  case signalDeliveryStarting
 
   /// Runs the action armed for `point` and `object`, if any (once), on the calling thread.
   @inline(__always)
@@ -87,3 +93,7 @@ enum TestPausePoint: Hashable, Sendable {
     }
   #endif
 }
+
+/// An object to key a `TestPausePoint` by, for an item whose callbacks cannot capture the item
+/// itself (they are made before it).
+final class PauseKey: Sendable {}
