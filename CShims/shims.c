@@ -419,12 +419,11 @@ void crl_signal_catcher_watch(int signo, int watching) {
   uint64_t one = 1;
   ssize_t ignored = write(crl_signal_catcher_fd, &one, sizeof one);
   (void)ignored;
-  // A signal leaving the set must be blocked in the catcher before its old disposition comes
-  // back, or the catcher would take its default action for a signal every other thread
-  // blocks. The catcher answers within one wake-up.
-  if (!watching) {
-    while (atomic_load(&crl_signal_catcher_applied) < generation) sched_yield();
-  }
+  // Waits until the catcher has taken the new set in. A signal leaving the set must be
+  // blocked there before its old disposition comes back, or the catcher would take its
+  // default action for a signal every other thread blocks; one joining it is then
+  // deliverable when the add returns. The catcher answers within one wake-up.
+  while (atomic_load(&crl_signal_catcher_applied) < generation) sched_yield();
 }
 
 int crl_signal_disposition(int signo) {

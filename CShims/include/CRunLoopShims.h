@@ -111,8 +111,8 @@ int crl_signal_catcher_start(void);
 pid_t crl_signal_catcher_thread_id(void);
 /// tgkill(2): sends `signo` to one thread of this process; 0 or -1 with errno.
 int crl_thread_kill(pid_t tid, int signo);
-/// Adds `signo` to (or removes it from) the signals the catcher leaves unblocked. A removal
-/// returns once the catcher blocks the signal again.
+/// Adds `signo` to (or removes it from) the signals the catcher leaves unblocked; returns
+/// once the catcher has taken the change in.
 void crl_signal_catcher_watch(int signo, int watching);
 /// The current disposition: 0 default, 1 ignored, 2 another handler, 3 RunLoopKit's; -1 errno.
 int crl_signal_disposition(int signo);

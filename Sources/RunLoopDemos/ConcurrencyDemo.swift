@@ -25,13 +25,13 @@ public enum ConcurrencyDemo {
       seen.withLock { $0.append("\(what) ran on the main thread: \(loop.isCurrent)") }
     }
 
-    let hop = try traced(loop) {
+    let hop = try tracedRun(loop) {
       Task { @MainActor in
         note("the @MainActor task")
         loop.stop()
       }
     }
-    let sleep = try traced(loop) {
+    let sleep = try tracedRun(loop) {
       // A task that prefers Loop.main's executor: its sleep is a Loop.main timer.
       Task(executorPreference: loop.executor) {
         try? await Task.sleep(for: .milliseconds(20))
@@ -39,7 +39,7 @@ public enum ConcurrencyDemo {
         loop.stop()
       }
     }
-    let block = try traced(loop) {
+    let block = try tracedRun(loop) {
       DispatchQueue.main.async {
         note("the DispatchQueue.main block")
         loop.stop()
@@ -52,20 +52,20 @@ public enum ConcurrencyDemo {
     ) { _ in }
     try loop.add(touch, to: tracking)
     defer { touch.invalidate() }
-    let held = try traced(loop, mode: tracking, expect: .timedOut, for: .milliseconds(100)) {
+    let held = try tracedRun(loop, mode: tracking, expect: .timedOut, for: .milliseconds(100)) {
       DispatchQueue.main.async {
         note("the block posted during \"tracking\"")
         loop.stop()
       }
     }
-    let released = try traced(loop, startWhenAsleep: false) {}
+    let released = try tracedRun(loop, startWhenAsleep: false) {}
 
     report.steps = [
       DemoStep(
         caption: "From a Dispatch worker: Task { @MainActor in … } while Loop.main sleeps",
         events: hop,
         notes: [
-          "Woken by \(causes(hop)): the main actor's jobs go through the main dispatch queue, "
+          "Woken by \(hop.wakeCausesText): the main actor's jobs go through the main dispatch queue, "
             + "whose eventfd Loop.main watches in its common modes.",
           seen.value[0],
         ]),
@@ -74,14 +74,14 @@ public enum ConcurrencyDemo {
           "Task(executorPreference: Loop.main.executor) { try await Task.sleep(for: 20 ms) }",
         events: sleep,
         notes: [
-          "Woken by \(causes(sleep)): the task's first job arrived as a perform block; the "
+          "Woken by \(sleep.wakeCausesText): the task's first job arrived as a perform block; the "
             + "sleep is the one-shot timer labelled \"Task.sleep\" on Loop.main's timerfd.",
           seen.value[1],
         ]),
       DemoStep(
         caption: "From a Dispatch worker: DispatchQueue.main.async { … }",
         events: block,
-        notes: ["Woken by \(causes(block)).", seen.value[2]]),
+        notes: ["Woken by \(block.wakeCausesText).", seen.value[2]]),
       DemoStep(
         caption:
           "A nested run in \"tracking\" (not a common mode) for 100 ms; a main-queue block is posted",
@@ -110,38 +110,5 @@ public enum ConcurrencyDemo {
       between.
       """
     return report
-  }
-
-  /// Runs `loop` in `mode` with a tracer attached and returns the trace. `start` runs on a
-  /// Dispatch worker, once the loop sleeps, so what it posts shows up as what woke the loop.
-  private static func traced(
-    _ loop: Loop, mode: Loop.Mode = .default, expect: Loop.RunResult = .stopped,
-    for duration: Duration = .seconds(5), startWhenAsleep: Bool = true,
-    start: @escaping @Sendable () -> Void
-  ) throws -> [LoopTracer.Event] {
-    let tracer = LoopTracer()
-    try tracer.attach(to: loop)
-    if startWhenAsleep {
-      DispatchQueue.global().async {
-        while !loop.isWaiting { usleep(100) }
-        start()
-      }
-    }
-    let result = loop.run(in: mode, for: duration)
-    tracer.detach()
-    guard result == expect else {
-      throw DemoError("Loop.main's run in \(mode) returned \(result), not \(expect)")
-    }
-    return tracer.events
-  }
-
-  /// What ended the sleeps of a trace, in order: "main queue", "timer", …
-  private static func causes(_ events: [LoopTracer.Event]) -> String {
-    let causes = events.flatMap { event -> [LoopTracer.WakeCause] in
-      if case .slept(let causes) = event.kind { return causes }
-      return []
-    }
-    return causes.isEmpty
-      ? "nothing (it never slept)" : causes.map(\.description).joined(separator: ", then ")
   }
 }

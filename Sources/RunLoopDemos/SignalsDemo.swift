@@ -37,8 +37,11 @@ public enum SignalsDemo {
     }
     try loop.add(reload, to: .default)
     defer { reload.invalidate() }
+    // The catcher has taken SIGUSR1 in when `add` returns; it shows in /proc once the thread
+    // is back in its wait.
+    try? waitFor("the catcher's wait") { !threadsAccepting(SIGUSR1).isEmpty }
     let accepting = threadsAccepting(SIGUSR1)
-    let reloadTrace = try traced(loop) {
+    let reloadTrace = try tracedRun(loop, for: .seconds(10)) {
       for sent in 1...3 {
         kill(getpid(), SIGUSR1)
         try? waitFor("reload \(sent)") { reloads.value >= sent }
@@ -47,13 +50,13 @@ public enum SignalsDemo {
 
     // 2. A child process, watched to its exit through its pidfd.
     let termination = Locked<ChildProcessSource.Termination?>(nil)
-    let child = try spawn("/bin/sh", "-c", "exit 7")
+    let child = try spawnWithDefaultSignals(["/bin/sh", "-c", "exit 7"])
     let watch = try ChildProcessSource(processID: child) { ended in
       termination.value = ended
       loop.stop()
     }
     try loop.add(watch, to: .default)
-    let childTrace = try traced(loop, startWhenAsleep: false) {}
+    let childTrace = try tracedRun(loop, startWhenAsleep: false) {}
 
     // 3. SIGTERM = graceful stop: jobs are queued on the workers, then the signal arrives.
     let finished = Locked(0)
@@ -66,7 +69,7 @@ public enum SignalsDemo {
     try loop.add(stop, to: .default)
     defer { stop.invalidate() }
     let started = Locked(0)
-    let stopTrace = try traced(loop) {
+    let stopTrace = try tracedRun(loop, for: .seconds(10)) {
       for _ in 0..<queued {
         try? workers.next().perform {
           started.withLock { $0 += 1 }
@@ -85,7 +88,7 @@ public enum SignalsDemo {
           "A Dispatch thread sends SIGUSR1 three times; Loop.main's SignalSource counts reloads",
         events: reloadTrace,
         notes: [
-          "Woken by \(causes(reloadTrace)): the process-wide handler counted each delivery and "
+          "Woken by \(reloadTrace.wakeCausesText): the process-wide handler counted each delivery and "
             + "wrote the source's eventfd; the count reached the handler on the main thread.",
           "reloads counted: \(reloads.value)",
           "Threads that accept SIGUSR1: \(accepting.joined(separator: ", ")). Every other "
@@ -122,37 +125,6 @@ public enum SignalsDemo {
     return report
   }
 
-  /// Runs `loop` with a tracer attached until it is stopped, and returns the trace. `start`
-  /// runs on a Dispatch worker, once the loop sleeps, so what it sends shows as the wake cause.
-  private static func traced(
-    _ loop: Loop, startWhenAsleep: Bool = true, start: @escaping @Sendable () -> Void
-  ) throws -> [LoopTracer.Event] {
-    let tracer = LoopTracer()
-    try tracer.attach(to: loop)
-    if startWhenAsleep {
-      DispatchQueue.global().async {
-        while !loop.isWaiting { usleep(100) }
-        start()
-      }
-    } else {
-      start()
-    }
-    let result = loop.run(in: .default, for: .seconds(10))
-    tracer.detach()
-    guard result == .stopped else { throw DemoError("Loop.main's run returned \(result)") }
-    return tracer.events
-  }
-
-  /// What ended the sleeps of a trace, in order.
-  private static func causes(_ events: [LoopTracer.Event]) -> String {
-    let causes = events.flatMap { event -> [LoopTracer.WakeCause] in
-      if case .slept(let causes) = event.kind { return causes }
-      return []
-    }
-    return causes.isEmpty
-      ? "nothing (it never slept)" : causes.map(\.description).joined(separator: ", then ")
-  }
-
   /// The names of the threads that do not block `signal`, from /proc.
   static func threadsAccepting(_ signal: Int32) -> [String] {
     let bit = UInt64(1) << UInt64(signal - 1)
@@ -173,24 +145,5 @@ public enum SignalsDemo {
 
   private static func isReaped(_ pid: pid_t) -> Bool {
     waitpid(pid, nil, WNOHANG) == -1 && errno == ECHILD
-  }
-
-  /// posix_spawn with no signal blocked in the child: a blocked mask survives exec.
-  private static func spawn(_ arguments: String...) throws -> pid_t {
-    var pid: pid_t = 0
-    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var none = sigset_t()
-    sigemptyset(&none)
-    posix_spawnattr_setsigmask(&attributes, &none)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-    let result = posix_spawn(&pid, arguments[0], nil, &attributes, &argv, environ)
-    guard result == 0 else {
-      throw DemoError("posix_spawn \(arguments[0]) failed: errno \(result)")
-    }
-    return pid
   }
 }

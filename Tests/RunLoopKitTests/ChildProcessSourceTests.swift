@@ -3,33 +3,13 @@ import Foundation
 import Glibc
 import Testing
 
+@testable import RunLoopDemos
 @testable import RunLoopKit
 
-/// Starts `/bin/sh -c script` with posix_spawn (nothing reaps it but the test) and returns
-/// its process ID. The child starts with no signal blocked and every action at its default: a
-/// blocked mask and ignored signals survive exec, and the test's thread (one of Dispatch's)
-/// blocks nearly every signal.
+/// Starts `/bin/sh -c script` (nothing reaps it but the test), with no signal blocked and
+/// every action at its default, and returns its process ID.
 func spawnShell(_ script: String) throws -> pid_t {
-  var pid: pid_t = 0
-  let arguments = ["/bin/sh", "-c", script]
-  var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-  defer { for pointer in argv { free(pointer) } }
-  var attributes = posix_spawnattr_t()
-  posix_spawnattr_init(&attributes)
-  defer { posix_spawnattr_destroy(&attributes) }
-  var none = sigset_t()
-  sigemptyset(&none)
-  posix_spawnattr_setsigmask(&attributes, &none)
-  // Default actions too: a runner started under nohup ignores SIGHUP, and so would its child.
-  var all = sigset_t()
-  sigfillset(&all)
-  sigdelset(&all, SIGKILL)
-  sigdelset(&all, SIGSTOP)
-  posix_spawnattr_setsigdefault(&attributes, &all)
-  posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-  let result = posix_spawn(&pid, "/bin/sh", nil, &attributes, &argv, environ)
-  guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL) }
-  return pid
+  try spawnWithDefaultSignals(["/bin/sh", "-c", script])
 }
 
 /// Whether `pid` is still running (not yet a zombie).

@@ -14,13 +14,9 @@ extension IsolatedLoop {
     let source = try SignalSource(
       signal: signal, label: label, order: order, isolatedHandler: handler,
       releasesOnLoopThread: true)
-    do {
+    return try added(source, invalidate: source.invalidate) { () throws(LoopError) in
       try loop.add(source, to: mode)
-    } catch {
-      source.invalidate()
-      throw error
     }
-    return source
   }
 
   /// Watches a child process to its exit in `mode`; as
@@ -37,10 +33,20 @@ extension IsolatedLoop {
     check("addChildProcessSource(processID:label:to:_:)", isolation)
     let source = try ChildProcessSource(
       processID: processID, label: label, isolatedHandler: handler, releasesOnLoopThread: true)
-    do {
+    return try added(source, invalidate: source.invalidate) { () throws(LoopError) in
       try loop.add(source, to: mode)
+    }
+  }
+
+  /// Returns `source` once `add` succeeded; invalidates it (releasing its handler and
+  /// descriptor) when `add` throws.
+  private func added<Source>(
+    _ source: Source, invalidate: () -> Void, _ add: () throws(LoopError) -> Void
+  ) throws(LoopError) -> Source {
+    do {
+      try add()
     } catch {
-      source.invalidate()
+      invalidate()
       throw error
     }
     return source
