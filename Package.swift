@@ -13,7 +13,8 @@ let package = Package(
     .executable(name: "loop-main-example", targets: ["loop-main-example"]),
   ],
   targets: [
-    // The kernel interfaces Glibc does not import: epoll, eventfd, timerfd, thread helpers.
+    // The kernel interfaces Glibc does not import: epoll, eventfd, timerfd, thread helpers
+    // (shims.c), the signal handler and its catcher thread (signals.c), pidfds (process.c).
     .target(name: "CRunLoopShims", path: "CShims"),
     .target(
       name: "RunLoopKit",
