@@ -27,11 +27,11 @@ extension RunLoopKitTests {
       let worker = try ResidentThread(name: "sig-worker")
       let bystander = try ResidentThread(name: "sig-bystander")
       // A Dispatch worker that runs (and never blocked the signal) for the whole burst.
-      let done = Atomic<Bool>(false)
+      let done = Gate()
       let dispatchRunning = Gate()
       DispatchQueue.global().async {
         dispatchRunning.open()
-        while !done.load(ordering: .relaxed) { usleep(200) }
+        done.wait(seconds: 60)
       }
       #expect(dispatchRunning.wait())
       let total = Counter()
@@ -55,7 +55,7 @@ extension RunLoopKitTests {
       #expect(calls.value >= 1 && calls.value <= 1000)
       #expect(emptyCalls.value == 0)
       #expect(offThread.value == 0)
-      done.store(true, ordering: .relaxed)
+      done.open()
       source.invalidate()
       #expect(disposition(signal) == .standard)
       _ = bystander
@@ -191,9 +191,14 @@ extension RunLoopKitTests {
         kill(getpid(), SIGUSR2)
         precondition(seen.wait(), "SIGUSR2 never reached its source")
         thread.loop.remove(source, from: .default)
-        kill(getpid(), SIGUSR2)
-        // The default action ends the process before this line is reached.
-        sleep(10)
+        // Raised on this thread, unblocked here: the kernel delivers it before raise()
+        // returns, so its default action ends the process before the next line.
+        var usr2 = sigset_t()
+        sigemptyset(&usr2)
+        sigaddset(&usr2, SIGUSR2)
+        pthread_sigmask(SIG_UNBLOCK, &usr2, nil)
+        raise(SIGUSR2)
+        preconditionFailure("SIGUSR2 did not take its default action")
       }
     }
 

@@ -47,22 +47,27 @@ final class SignalsDemoTests: XCTestCase {
     }
     try Loop.main.add(terminate, to: .default)
     // --- end ---
-    // Once Loop.main sleeps, slow work is posted to the group, then SIGTERM is sent.
+    // Every worker is held in a block while 40 jobs queue up behind, then SIGTERM is sent.
+    // The holds are let go only once the group refuses work, that is once the handler has
+    // called stop(): the 40 jobs were all posted before the stop and still queued at it.
+    let release = DispatchSemaphore(value: 0)
     DispatchQueue.global().async {
-      while !Loop.main.isWaiting { usleep(100) }
+      for thread in workers.threads {
+        try? thread.perform { _ = release.wait(timeout: .now() + 10) }
+      }
       for _ in 0..<40 {
-        try? workers.next().perform {
-          usleep(1_000)
-          finished.increment()
-        }
+        try? workers.next().perform { finished.increment() }
       }
       kill(getpid(), SIGTERM)
+      _ = waitUntil(seconds: 10) { (try? workers.threads[0].perform {}) == nil }
+      for _ in workers.threads { release.signal() }
     }
     // --- README and ProgramsOnLoops.md: signals as a source (continued) ---
     Loop.main.run()  // returns once SIGTERM has been handled
     // --- end ---
     terminate.invalidate()
     XCTAssertEqual(finished.value, 40)
+    XCTAssertTrue(workers.threads.allSatisfy { !$0.isRunning })
     XCTAssertThrowsError(try workers.next().perform {})
     XCTAssertEqual(crl_signal_disposition(SIGTERM), 0)
   }
