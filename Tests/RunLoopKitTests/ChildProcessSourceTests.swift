@@ -155,7 +155,7 @@ extension RunLoopKitTests {
       let reports = Box<[ChildProcessSource.Termination]>([])
       let pid = try spawnShell("exit 9")
       let source = try ChildProcessSource(processID: pid) { ended in reports.value.append(ended) }
-      let (arrived, release) = holdAt(.childReaped, for: source.pauseKey)
+      let (arrived, release) = holdAt(.childReaped, for: source.source)
       try thread.loop.add(source, to: .default)
       #expect(arrived.wait())
       let before = openDescriptorCount()

@@ -367,7 +367,7 @@ extension RunLoopKitTests.SignalSources {
     let thread = try ResidentThread(name: "sig-race")
     let called = Counter()
     let source = try SignalSource(signal: signal) { _ in called.increment() }
-    let (arrived, release) = holdAt(.signalDeliveryStarting, for: source.pauseKey)
+    let (arrived, release) = holdAt(.signalDeliveryStarting, for: source.source)
     try thread.loop.add(source, to: .default)
     kill(getpid(), signal)
     #expect(arrived.wait())

@@ -1,4 +1,3 @@
-import CRunLoopShims
 import Glibc
 
 /// Calls its handler once, on its loop's thread, when a child process ends, with how it
@@ -47,8 +46,6 @@ public final class ChildProcessSource: Sendable {
   public let processID: pid_t
   let pidfd: ProcessDescriptor
   let source: DescriptorSource
-  /// What tests hold the handler by (a `TestPausePoint` key the handler can capture).
-  let pauseKey: PauseKey
 
   /// - Parameters:
   ///   - processID: a child of this process that has not been waited for yet.
@@ -73,15 +70,13 @@ public final class ChildProcessSource: Sendable {
     let pidfd = try ProcessDescriptor(processID: processID)
     self.processID = processID
     self.pidfd = pidfd
-    let owner = PauseKey()
-    self.pauseKey = owner
     self.source = DescriptorSource(
       fileDescriptor: pidfd.fd, label: label ?? "child \(processID)", interest: .readable,
       order: 0, onTeardown: nil, ownsDescriptor: true, releasesOnLoopThread: releasesOnLoopThread,
       handler: { source, _ in
         // Readable means the process has ended, so this does not block.
         guard let termination = pidfd.reap() else { return }
-        TestPausePoint.reach(.childReaped, by: owner)
+        TestPausePoint.reach(.childReaped, by: source)
         if source.invalidateFirst() { pidfd.close() }
         handler(termination)
       })
@@ -100,74 +95,4 @@ public final class ChildProcessSource: Sendable {
     // handler's own invalidation, or when the last reference goes.
     if source.invalidateFirst() { pidfd.close() }
   }
-}
-
-/// A pidfd of a child process, closed once.
-final class ProcessDescriptor: @unchecked Sendable {  // `closed` is guarded by `lock`
-  let fd: Int32
-  let processID: pid_t
-  private let lock = Lock()
-  private var closed = false
-
-  init(processID: pid_t) throws(LoopError) {
-    guard processID > 0 else {
-      throw .invalidArgument(
-        name: "process ID", value: "\(processID)", reason: "a child's process ID is positive")
-    }
-    do throws(LoopError) {
-      fd = try Syscall.retryingEINTR("pidfd_open", on: "process \(processID)") {
-        crl_pidfd_open(processID)
-      }
-    } catch .system(let error) where error.errno == ESRCH {
-      throw .invalidArgument(
-        name: "process ID", value: "\(processID)",
-        reason: "no process has this ID (pidfd_open: ESRCH); was it reaped already?")
-    }
-    self.processID = processID
-    // Asks, without reaping, whether it is our child: only a child's status can be read.
-    var code: Int32 = 0
-    var status: Int32 = 0
-    let options = CRL_WEXITED | CRL_WNOHANG | CRL_WNOWAIT
-    if crl_pidfd_wait(fd, options, &code, &status) < 0 && crl_errno() == ECHILD {
-      close()  // once: deinit runs too, and must not close the number again
-      throw .invalidArgument(
-        name: "process ID", value: "\(processID)",
-        reason: "it is not a child of this process (waitid: ECHILD); only a parent can "
-          + "read a process's exit status")
-    }
-  }
-
-  /// Reaps the child: its termination, `.reapedElsewhere` if someone else did, or nil if it
-  /// has not ended yet.
-  func reap() -> ChildProcessSource.Termination? {
-    var code: Int32 = 0
-    var status: Int32 = 0
-    return lock.withLock { () -> ChildProcessSource.Termination? in
-      // Closed by an invalidation on another thread: the number may be another pidfd now.
-      guard !closed else { return nil }
-      while true {
-        let pid = crl_pidfd_wait(fd, CRL_WEXITED | CRL_WNOHANG, &code, &status)
-        if pid < 0 && crl_errno() == EINTR { continue }
-        // With our own open pidfd of our own child, ECHILD (someone else waited first) is
-        // the only failure waitid has.
-        if pid < 0 { return .reapedElsewhere }
-        if pid == 0 { return nil }
-        switch code {
-        case CRL_CLD_EXITED: return .exited(status)
-        case CRL_CLD_DUMPED: return .signalled(status, coreDumped: true)
-        default: return .signalled(status, coreDumped: false)
-        }
-      }
-    }
-  }
-
-  func close() {
-    lock.withLock {
-      guard !closed else { return }
-      closed = true
-      Glibc.close(fd)
-    }
-  }
-
-  deinit { close() }
 }

@@ -54,8 +54,6 @@ public final class SignalSource: Sendable {
   public let signal: Int32
   let watch: SignalWatch
   let source: DescriptorSource
-  /// What tests hold the handler by (a `TestPausePoint` key the handler can capture).
-  let pauseKey: PauseKey
 
   /// - Parameters:
   ///   - signal: the signal to watch (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGUSR1`, `SIGCHLD`,
@@ -85,14 +83,12 @@ public final class SignalSource: Sendable {
     let watch = try SignalWatch(signal: signal)
     self.signal = signal
     self.watch = watch
-    let owner = PauseKey()
-    self.pauseKey = owner
     self.source = DescriptorSource(
       fileDescriptor: watch.eventFD.fd, label: label ?? SignalSource.name(of: signal),
       interest: .readable, order: order, onTeardown: nil, ownsDescriptor: true,
       membership: watch, releasesOnLoopThread: releasesOnLoopThread,
-      handler: { _, _ in
-        TestPausePoint.reach(.signalDeliveryStarting, by: owner)
+      handler: { source, _ in
+        TestPausePoint.reach(.signalDeliveryStarting, by: source)
         let count = watch.takeDeliveries()
         if count > 0 { handler(count) }
       })

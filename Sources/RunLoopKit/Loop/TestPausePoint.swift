@@ -18,10 +18,10 @@ enum TestPausePoint: Hashable, Sendable {
   /// released the lock, and has not written yet. Keyed by the loop.
   case wakeWriteDecided
   /// A child-process source's handler reaped the child and has not invalidated the source
-  /// yet. Keyed by the `ChildProcessSource`.
+  /// yet. Keyed by the source's `DescriptorSource` (`ChildProcessSource.source`).
   case childReaped
   /// A signal source's handler was called for its eventfd and has not taken the count yet.
-  /// Keyed by the `SignalSource`.
+  /// Keyed by the source's `DescriptorSource` (`SignalSource.source`).
   case signalDeliveryStarting
 
   /// Runs the action armed for `point` and `object`, if any (once), on the calling thread.
@@ -93,7 +93,3 @@ enum TestPausePoint: Hashable, Sendable {
     }
   #endif
 }
-
-/// An object to key a `TestPausePoint` by, for an item whose callbacks cannot capture the item
-/// itself (they are made before it).
-final class PauseKey: Sendable {}
