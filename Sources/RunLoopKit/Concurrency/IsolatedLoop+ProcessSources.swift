@@ -14,7 +14,7 @@ extension IsolatedLoop {
     let source = try SignalSource(
       signal: signal, label: label, order: order, isolatedHandler: handler,
       releasesOnLoopThread: true)
-    return try added(source, invalidate: source.invalidate) { () throws(LoopError) in
+    return try adding(source, invalidate: source.invalidate) { () throws(LoopError) in
       try loop.add(source, to: mode)
     }
   }
@@ -33,22 +33,8 @@ extension IsolatedLoop {
     check("addChildProcessSource(processID:label:to:_:)", isolation)
     let source = try ChildProcessSource(
       processID: processID, label: label, isolatedHandler: handler, releasesOnLoopThread: true)
-    return try added(source, invalidate: source.invalidate) { () throws(LoopError) in
+    return try adding(source, invalidate: source.invalidate) { () throws(LoopError) in
       try loop.add(source, to: mode)
     }
-  }
-
-  /// Returns `source` once `add` succeeded; invalidates it (releasing its handler and
-  /// descriptor) when `add` throws.
-  private func added<Source>(
-    _ source: Source, invalidate: () -> Void, _ add: () throws(LoopError) -> Void
-  ) throws(LoopError) -> Source {
-    do {
-      try add()
-    } catch {
-      invalidate()
-      throw error
-    }
-    return source
   }
 }

@@ -204,13 +204,9 @@ public struct IsolatedLoop {
     check("addPort(label:order:to:_:)", isolation)
     let port = try LoopPort<Message>(
       label: label, order: order, isolatedHandler: handler, releasesOnLoopThread: true)
-    do {
+    return try adding(port, invalidate: { port.invalidate() }) { () throws(LoopError) in
       try loop.add(port, to: mode)
-    } catch {
-      port.invalidate()
-      throw error
     }
-    return port
   }
 
   // MARK: - The shared part
@@ -251,10 +247,18 @@ public struct IsolatedLoop {
   private func adding<Item: LoopItem>(
     _ item: Item, _ add: (Item) throws(LoopError) -> Void
   ) throws(LoopError) -> Item {
+    try adding(item, invalidate: item.invalidate) { () throws(LoopError) in try add(item) }
+  }
+
+  /// Returns a fresh `item` once `add` succeeded; calls `invalidate` (which releases its
+  /// closures, and a port's or signal source's descriptor) when `add` throws.
+  func adding<Item>(
+    _ item: Item, invalidate: () -> Void, _ add: () throws(LoopError) -> Void
+  ) throws(LoopError) -> Item {
     do {
-      try add(item)
+      try add()
     } catch {
-      item.invalidate()
+      invalidate()
       throw error
     }
     return item

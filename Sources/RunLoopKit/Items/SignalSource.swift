@@ -25,11 +25,14 @@ import Glibc
 /// of its modes keeps its count for when it is added again.
 ///
 /// Other code that handles the same signal: a signal has one disposition per process, and
-/// the last `sigaction` wins. A handler installed *before* the first source (Dispatch's
-/// `DispatchSource.makeSignalSource`, or your own) keeps being called after the source's
-/// count, so both see every delivery (it runs with every signal blocked, the mask this
-/// library's handler runs with). One installed *after* replaces this one: the sources go
-/// quiet, and when the last of them goes, the other handler is left in place. Threads that
+/// the last `sigaction` wins. A handler installed *before* the first source (your own, or a
+/// library's) keeps being called after the source's count, so both see every delivery (it
+/// runs with every asynchronous signal blocked, the mask this library's handler runs with).
+/// One installed *after* replaces this one: the sources go quiet, and when the last of them
+/// goes, the other handler is left in place. Dispatch's `DispatchSource.makeSignalSource`
+/// also reads the signal from a signalfd of its own, which can take a pending delivery before
+/// any handler runs: with both watching one signal, which sees a given delivery is a race, so
+/// watch a signal with one of them. Threads that
 /// block the signal (Dispatch's do, once one of its signal sources has fired on them) are
 /// skipped by the kernel. A process-directed signal that every thread blocks still arrives:
 /// while any signal has a source, the library keeps one thread of its own ("rlk-signals")

@@ -2,7 +2,7 @@ import CRunLoopShims
 import Glibc
 
 /// The process-wide side of signal sources: which handler slot watches which signal, and when
-/// the signal's disposition is installed and put back. The handler itself is C (shims.c) and
+/// the signal's disposition is installed and put back. The handler itself is C (CShims/signals.c) and
 /// only reads the slots; every decision is made here, under one lock, outside any handler.
 /// The first watch also starts the catcher, one thread of the library's own that leaves the
 /// watched signals unblocked, so they are delivered even when every other thread blocks them.
@@ -73,7 +73,7 @@ enum SignalRegistry {
     }
   }
 
-  /// Starts the catcher thread if it is not running (see shims.c): without it,
+  /// Starts the catcher thread if it is not running (see CShims/signals.c): without it,
   /// a signal that every thread blocks would stay pending for good.
   private static func startCatcherLocked() throws(LoopError) {
     // Idempotent, and after fork() in a child it starts the child's own.
