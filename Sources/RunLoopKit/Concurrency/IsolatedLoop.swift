@@ -204,7 +204,8 @@ public struct IsolatedLoop {
     check("addPort(label:order:to:_:)", isolation)
     let port = try LoopPort<Message>(
       label: label, order: order, isolatedHandler: handler, releasesOnLoopThread: true)
-    return try adding(port, invalidate: { port.invalidate() }) { () throws(LoopError) in
+    let invalidate = { _ = port.invalidate() }
+    return try adding(port, invalidate: invalidate) { () throws(LoopError) in
       try loop.add(port, to: mode)
     }
   }
