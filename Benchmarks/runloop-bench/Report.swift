@@ -65,10 +65,12 @@ extension Report {
     }
     if !throughput.isEmpty {
       print("\nThroughput: tasks posted as fast as possible, every one counted as run once")
-      print("(median of interleaved rounds, slowest–fastest round after it; unpinned)\n")
+      print("(median of interleaved rounds, slowest–fastest round after it; unpinned;")
+      print(" ×floor: the rate over the C posting floor's in the same round, median and lowest)\n")
       print(
         pad("consumer", 42) + pad("posters", 8, right: true) + pad("tasks/s", 10, right: true)
-          + pad("(rounds)", 18, right: true) + pad("wake-ups/task", 21, right: true))
+          + pad("(rounds)", 18, right: true) + pad("wake-ups/task", 15, right: true)
+          + pad("×floor", 8, right: true) + pad("lowest", 8, right: true))
       for result in throughput {
         print(
           pad(result.name, 42) + pad("\(result.posters)", 8, right: true)
@@ -76,7 +78,9 @@ extension Report {
             + pad(
               fixed(result.lowest / 1e6, 2) + "–" + fixed(result.highest / 1e6, 2) + " M", 18,
               right: true)
-            + pad(result.wakeUpsPerTask.map { fixed($0, 4) } ?? "—", 21, right: true))
+            + pad(result.wakeUpsPerTask.map { fixed($0, 4) } ?? "—", 15, right: true)
+            + pad(result.roundRatios.map { fixed(medianOf($0), 2) } ?? "—", 8, right: true)
+            + pad(result.roundRatios.map { fixed($0.first ?? 0, 2) } ?? "—", 8, right: true))
       }
     }
     printGroupThroughput()

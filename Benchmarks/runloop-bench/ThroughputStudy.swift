@@ -15,6 +15,9 @@ struct ThroughputResult: Codable {
   /// Wake-ups sent per task (eventfd writes, or futex wakes for a loop asleep on its futex;
   /// RunLoopKit and the C floor), over every round.
   let wakeUpsPerTask: Double?
+  /// This peer's rate over the C posting floor's, round by round (the two ran in the same
+  /// round, so drift falls on both), sorted; nil for the floor itself.
+  let roundRatios: [Double]?
 }
 
 /// Tasks per second from 1 and 4 posting threads into one consumer, every task counted as run
@@ -91,13 +94,20 @@ enum ThroughputStudy {
       for index in peers.indices {
         let tasks = options.throughputTasks / peers[index].share
         let rates = seconds[index].map { Double(tasks) / $0 }.sorted()
+        // The floor is peer 0 and posts the full count: a rate ratio is its time over ours.
+        let ratios =
+          index == 0
+          ? nil
+          : zip(seconds[0], seconds[index]).map { floor, ours in
+            (Double(tasks) / ours) / (Double(options.throughputTasks) / floor)
+          }.sorted()
         results.append(
           ThroughputResult(
             name: peers[index].name, posters: posters, tasks: tasks,
             tasksPerSecond: medianOf(rates), lowest: rates.first!, highest: rates.last!,
             wakeUpsPerTask: writes[index].map {
               Double($0) / Double(tasks * options.throughputRounds)
-            }))
+            }, roundRatios: ratios))
       }
       progress.note("throughput: \(posters) poster(s)")
     }

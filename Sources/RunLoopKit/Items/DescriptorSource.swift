@@ -36,7 +36,10 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     /// The descriptor no longer refers to the file the source was added with: it was closed
     /// (while a `dup` or a child process kept the file open, so the kernel still reported
     /// it) or closed and its number reused for another file. Reported once, together with
-    /// `error`; the source then stops polling. Invalidate it: nothing it reads is its own.
+    /// `error`, when the loop finds it before any call since the source was added or its
+    /// interest set; found only after a plain call (which may already have come after the
+    /// close), the source is parked without this report. Either way it then stops polling.
+    /// Invalidate it: nothing it reads is its own.
     public static let invalidDescriptor = Events(rawValue: 1 << 4)
 
     /// The names of the events in the set, such as `[readable, hangUp]`.
@@ -59,7 +62,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   public let order: Int
   typealias Handler = (DescriptorSource, Events) -> Void
   /// Guarded by `binding.lock`; nil once the source is invalid, so what it captured is freed.
-  private var storedHandler: Handler?
+  @exclusivity(unchecked) private var storedHandler: Handler?
   let onTeardown: (@Sendable (String) -> Void)?
   /// The main loop's source on libdispatch's main-queue eventfd (see `Loop+MainQueue.swift`).
   let isMainQueue: Bool
@@ -70,12 +73,16 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// Told when the source joins its first mode and leaves its last (signal sources watch
   /// their signal only while they are in a mode).
   let membership: (any DescriptorMembership)?
+  /// Run by the loop before it next waits, once the handler has been called (a port drains
+  /// its eventfd here, off the path from wake-up to message: see `PortMailbox`).
+  let beforeNextWait: (@Sendable () -> Void)?
   let binding: ItemBinding
   /// Guarded by `binding.lock`.
-  private var storedInterest: Events
+  @exclusivity(unchecked) private var storedInterest: Events
 
-  /// One entry per mode this source is registered in. Guarded by the owner loop's lock.
-  var registrations: [DescriptorRegistration] = []
+  /// One entry per mode this source is registered in. Guarded by the owner loop's lock (so
+  /// the runtime's exclusivity check, on the path of every delivery, is left out).
+  @exclusivity(unchecked) var registrations: [DescriptorRegistration] = []
 
   /// - Parameters:
   ///   - fileDescriptor: any pollable descriptor; regular files are refused when added.
@@ -110,9 +117,11 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     isMainQueue: Bool = false,
     ownsDescriptor: Bool = false,
     membership: (any DescriptorMembership)? = nil,
+    beforeNextWait: (@Sendable () -> Void)? = nil,
     releasesOnLoopThread: Bool = false,
     handler: @escaping (DescriptorSource, Events) -> Void
   ) {
+    self.beforeNextWait = beforeNextWait
     self.binding = ItemBinding(
       kind: "DescriptorSource", releasesOnLoopThread: releasesOnLoopThread)
     self.isMainQueue = isMainQueue
@@ -162,8 +171,14 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     invalidateReleasing { storedHandler.take() }
   }
 
-  /// The handler while the source is valid, nil after it was invalidated.
-  var handler: Handler? { binding.whileValid { storedHandler } }
+  /// The handler while the source is valid, nil after it was invalidated. (Not through the
+  /// generic `whileValid`: handing the closure through a generic re-abstracts it, which
+  /// allocates a thunk on every delivery.)
+  var handler: Handler? {
+    binding.lock.lock()
+    defer { binding.lock.unlock() }
+    return binding.isValidUnlocked ? storedHandler : nil
+  }
 
   /// The interest as an epoll mask; the caller must hold `binding.lock`.
   var epollMaskUnlocked: UInt32 {
@@ -203,4 +218,12 @@ struct DescriptorRegistration {
   /// True when the fd was found to name another file than the one registered (closed, or
   /// closed and reused): reported once as `invalidDescriptor`, then parked.
   var stale = false
+  /// The handler has been called since the kernel last confirmed that the fd names the file
+  /// that was registered (the add, a new interest, a rebuild, or a check). Until it has, a
+  /// report is checked before it is delivered, and a stale one is reported; once it has,
+  /// only a report that comes back unconsumed is checked (see `Loop+Descriptors.swift`).
+  var calledSinceConfirmed = false
+  /// The mode's `lookEpoch` when the handler was last called: equal to the epoch a look
+  /// closes, the call came after the previous look (`max`: never called).
+  var calledInLookEpoch = UInt64.max
 }

@@ -13,7 +13,7 @@ final class ItemSet<Element> {
     let element: Element
   }
 
-  private var entries: [ObjectIdentifier: Entry] = [:]
+  @exclusivity(unchecked) private var entries: [ObjectIdentifier: Entry] = [:]
   /// The identity of an element. Passed in rather than computed with `as AnyObject`, which on
   /// a generic element is a runtime cast (measured: a third of a manual-source pass).
   private let key: (Element) -> ObjectIdentifier
@@ -23,7 +23,7 @@ final class ItemSet<Element> {
   /// The work done: one per hash lookup (insert, remove, contains) plus one per element
   /// visited by a walk. Tests compare it with n log n, so a linear scan sneaking into adding
   /// or removing (through any of these entry points) shows up as n² steps.
-  private(set) var steps = 0
+  @exclusivity(unchecked) private(set) var steps = 0
 
   var count: Int { entries.count }
   var isEmpty: Bool { entries.isEmpty }

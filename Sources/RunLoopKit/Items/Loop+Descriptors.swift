@@ -3,21 +3,55 @@ import CRunLoopShims
 /// The descriptor phase of a pass (`handleDescriptors`): events the wait returned, handed to
 /// their sources by order, with the checks that keep a closed or reused fd from reaching the
 /// wrong source or spinning the loop, and the epoll-set rebuild that sheds what `DEL` cannot.
+///
+/// Why a delivery needs no syscall. The kernel keeps a registration for as long as its *file*
+/// is open, not its fd: a source whose fd was closed while a `dup` (or a child process) holds
+/// the file goes on being reported, level-triggered, for a file its handler can no longer
+/// read — a 100 % CPU spin, unless the loop notices. Asking the kernel (`Epoll.isRegistered`,
+/// an `epoll_ctl(MOD)`) before every delivery costs ~0.5 µs on the path from wake-up to
+/// handler, so the loop asks only when a report could come from a closed fd *and* no call
+/// has yet given its handler the chance to see it:
+/// - the first report after the kernel confirmed the registration (its add, a new interest, a
+///   rebuild, a check): a close in between would otherwise get a plain call; checked, it is
+///   reported as `invalidDescriptor`, the handler's one call after the close;
+/// - a report that comes back unconsumed: after a handler was called, the next wait first
+///   looks at the set without sleeping (`ModeState.lookEpoch`), and a source it reports
+///   again is checked. A healthy handler that drained its fd is not reported by that look, so
+///   it costs one `epoll_wait(0)` before the sleep, off the wake path; a stale one is, and is
+///   parked without another call (it had its one call already).
+/// So a closed source is called at most once more and never spins, and a busy one that stays
+/// ready pays the check it paid before. Ports and the library's own descriptors are never
+/// checked: the library closes them only after removing them.
 extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
-  /// `woke` is what the wait returned: its events, the wait count it brought the loop to, and
-  /// whether the mode should shed the registrations it could not remove now, even with no
-  /// event to handle (`WakeResult.shedDue`).
-  func handleDescriptors(_ woke: WakeResult, in mode: ModeState, onlyOne: Bool) -> Bool {
-    let ready = woke.ready
-    guard !ready.isEmpty || woke.shedDue else { return false }
+  /// `woke` is what the wait returned: its events, the wait count it brought the loop to, the
+  /// sources to check again, and whether the mode should shed the registrations it could not
+  /// remove now, even with no event to handle (`WakeResult.shedDue`).
+  func handleDescriptors(_ woke: consuming WakeResult, in mode: ModeState, onlyOne: Bool) -> Bool {
+    // The events' buffer goes back for the next wait to fill: a wake allocates no list.
+    defer {
+      if woke.ready.capacity > 0 {
+        var ready = woke.ready
+        woke.ready = []
+        ready.removeAll(keepingCapacity: ready.capacity <= 64)
+        readyBuffer = ready
+      }
+    }
+    guard !woke.ready.isEmpty || woke.shedDue else { return false }
     let generation = woke.waitCount
-    let deliveries = lock.withLock { collectDeliveriesLocked(ready, from: generation, in: mode) }
-    let sink = traceSink(mode.mode)
+    // A buffer kept from the last pass (a nested run in a handler takes a fresh one).
+    var deliveries = deliveryBuffer
+    deliveryBuffer = []
+    lock.withLock { collectDeliveriesLocked(woke, into: &deliveries, in: mode) }
+    let sink = deliveries.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
     for delivery in deliveries {
-      guard let handler = lock.withLock({ takeHandlerLocked(delivery, generation, in: mode) })
-      else { continue }
+      // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted, which
+      // allocates a thunk on every delivery.
+      lock.lock()
+      let handler = takeHandlerLocked(delivery, generation, in: mode)
+      lock.unlock()
+      guard let handler else { continue }
       let events =
         delivery.stale
         ? [.error, .invalidDescriptor] : DescriptorSource.events(fromEpoll: delivery.raw)
@@ -30,21 +64,22 @@ extension Loop {
       handled = true
       if onlyOne { break }
     }
+    deliveries.removeAll(keepingCapacity: deliveries.capacity <= 64)
+    deliveryBuffer = deliveries
     return handled
   }
 
-  /// Attributes each event (from the wait that brought the wait count to `generation`) to its
-  /// source, by order, with stale reports first (they are made even when the pass stops after
-  /// one source).
+  /// Attributes each event of `woke` to its source, by order, with stale reports first (they
+  /// are made even when the pass stops after one source).
   private func collectDeliveriesLocked(
-    _ ready: [Epoll.Event], from generation: UInt64, in mode: ModeState
-  ) -> [Delivery] {
-    var deliveries: [Delivery] = []
+    _ woke: WakeResult, into deliveries: inout [Delivery], in mode: ModeState
+  ) {
     var stale: [Delivery] = []
     var unattributed = false
-    for event in ready {
+    for event in woke.ready {
       guard let source = mode.descriptors[event.token],
-        source.registrations.contains(where: { $0.token == event.token && !$0.parked })
+        let index = source.registrations.firstIndex(where: { $0.token == event.token }),
+        !source.registrations[index].parked
       else {
         // No source watches this token now. Either its registration was removed or let go
         // after this wait read the event (an earlier handler of this pass closed, invalidated
@@ -52,25 +87,32 @@ extension Loop {
         // the registration, the next wait says so), or it was let go before this wait and
         // still reported: a registration that outlived its fd number, which only a new set
         // sheds.
-        if mode.isLiveUntracked(event.token, reportedBy: generation) { unattributed = true }
+        if mode.isLiveUntracked(event.token, reportedBy: woke.waitCount) { unattributed = true }
         continue
       }
-      guard isCurrentLocked(source, token: event.token, in: mode) else {
+      let registration = source.registrations[index]
+      let called = registration.calledSinceConfirmed
+      // Called since the look that returned this event, and reported by it again.
+      let unconsumed = woke.lookEpoch.map { registration.calledInLookEpoch == $0 } ?? false
+      let check = !called || unconsumed
+      guard isCurrentLocked(source, token: event.token, askingKernel: check, in: mode) else {
         markStaleLocked(source, token: event.token, in: mode)
-        stale.append(Delivery(source: source, token: event.token, raw: 0, stale: true))
+        // Reported only if the handler has not been called since the kernel last confirmed
+        // the fd: otherwise that call may already have been its one call after the close.
+        if !called { stale.append(Delivery(source: source, token: event.token, stale: true)) }
         continue
       }
+      if check { source.registrations[index].calledSinceConfirmed = false }
       deliveries.append(Delivery(source: source, token: event.token, raw: event.events))
     }
     // epoll_ctl(DEL) cannot name a file whose fd number we no longer own, so one rebuild
     // sheds all of them, and finds any other registration gone stale on the way.
     if unattributed || !stale.isEmpty || mode.shedDue {
-      stale += rebuildEpollSetLocked(mode).map {
-        Delivery(source: $0, token: $1, raw: 0, stale: true)
-      }
+      stale += rebuildEpollSetLocked(mode).map { Delivery(source: $0, token: $1, stale: true) }
     }
     let byOrder = { (a: Delivery, b: Delivery) in a.source.order < b.source.order }
-    return stale.sorted(by: byOrder) + deliveries.sorted(by: byOrder)
+    if deliveries.count > 1 { deliveries.sort(by: byOrder) }
+    if !stale.isEmpty { deliveries = stale.sorted(by: byOrder) + deliveries }
   }
 
   /// The handler to call for `delivery` now, or nil if it must be skipped.
@@ -82,16 +124,23 @@ extension Loop {
     // level-triggered, so whatever is still ready will be reported again on the next wait.
     // (A stale fd is reported now or never.)
     guard delivery.stale || waitGeneration == generation else { return nil }
-    // An earlier handler may have removed or invalidated this source.
+    // An earlier handler may have removed or invalidated this source. (Removing a source
+    // from a mode takes its registration there away: no need to hash the token again.)
     let source = delivery.source
-    guard mode.descriptors[delivery.token] === source, let handler = source.handler else {
-      return nil
-    }
+    guard let index = source.registrations.firstIndex(where: { $0.token == delivery.token }),
+      let handler = source.handler
+    else { return nil }
     if !delivery.stale {
       if delivery.raw & (CRL_EPOLLHUP | CRL_EPOLLERR) != 0 {
         parkLocked(source, token: delivery.token, in: mode)
       }
       counters.sourcesHandled += 1
+      if !source.ownsDescriptor {
+        source.registrations[index].calledSinceConfirmed = true
+        source.registrations[index].calledInLookEpoch = mode.lookEpoch
+        mode.handlerCalledSinceLook = true
+      }
+      if let drain = source.beforeNextWait { drainsBeforeWait.append(drain) }
     }
     return handler
   }
@@ -100,26 +149,25 @@ extension Loop {
   struct Delivery {
     let source: DescriptorSource
     let token: UInt64
-    let raw: UInt32
+    var raw: UInt32 = 0
     var stale = false
   }
 
-  /// Whether a source's registration still watches the file its fd number names now. The
-  /// kernel keeps a registration for as long as its *file* is open, not its fd: closed while a
-  /// `dup` (or a child process) holds the file, the registration goes on reporting a file
-  /// the source can no longer read, level-triggered, on every pass — a 100 % CPU spin. The
-  /// check costs one epoll_ctl per event; ports and the main queue skip it.
+  /// Whether a source's registration still watches the file its fd number names now. A
+  /// newer source on the same number says no at no cost; otherwise, with `askingKernel`, the
+  /// kernel is asked (one epoll_ctl); without, the registration is taken as current (see the
+  /// top of this file for when that is safe).
   func isCurrentLocked(
-    _ source: DescriptorSource, token: UInt64, in mode: ModeState
+    _ source: DescriptorSource, token: UInt64, askingKernel: Bool, in mode: ModeState
   ) -> Bool {
     // Ports' eventfds are the library's, the main queue's is libdispatch's: never closed.
-    // (Checked first so their deliveries skip the mask read too.)
     if source.ownsDescriptor { return true }
+    guard askingKernel else { return mode.tokenForDescriptor[source.fileDescriptor] == token }
     return currentMaskLocked(source, token: token, in: mode) != nil
   }
 
   /// `isCurrentLocked` that also hands back the source's epoll mask (read once, under
-  /// `binding.lock`), or nil when the registration is stale.
+  /// `binding.lock`), or nil when the registration is stale. Always asks the kernel.
   private func currentMaskLocked(
     _ source: DescriptorSource, token: UInt64, in mode: ModeState
   ) -> UInt32? {
@@ -182,9 +230,15 @@ extension Loop {
       // Re-adding by number would quietly move a source whose fd was closed and reused onto
       // the new file; one whose number no longer names its file stays out, parked as stale.
       guard let mask = currentMaskLocked(source, token: token, in: mode) else {
+        let called = source.registrations.contains { $0.token == token && $0.calledSinceConfirmed }
         markStaleLocked(source, token: token, in: mode)
-        stale.append((source, token))
+        // As in `collectDeliveriesLocked`: a handler called since the last confirmation may
+        // have had its one call after the close already.
+        if !called { stale.append((source, token)) }
         continue
+      }
+      if let index = source.registrations.firstIndex(where: { $0.token == token }) {
+        source.registrations[index].calledSinceConfirmed = false
       }
       live.append((source.fileDescriptor, mask, token))
     }

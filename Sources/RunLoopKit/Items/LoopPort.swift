@@ -37,10 +37,9 @@ public final class LoopPort<Message: Sendable>: Sendable {
     self.source = DescriptorSource(
       fileDescriptor: mailbox.eventFD.fd, label: label, interest: .readable, order: order,
       onTeardown: { thread in mailbox.refuse(.loopTornDown(thread: thread)) },
+      beforeNextWait: { mailbox.drainIfIdle() },
       releasesOnLoopThread: releasesOnLoopThread,
-      handler: { _, _ in
-        for message in mailbox.takeAll() { handler(message) }
-      })
+      handler: { _, _ in mailbox.deliver(to: handler) })
   }
 
   /// Queues a message and wakes the loop. Safe from any thread. Throws once the port was
@@ -67,65 +66,4 @@ public final class LoopPort<Message: Sendable>: Sendable {
 
   /// Messages sent and not yet handled.
   public var pendingCount: Int { mailbox.pendingCount }
-}
-
-/// The port's queue and eventfd, shared by the port handle and the descriptor source's
-/// handler so the loop keeps it alive for as long as the port is scheduled.
-final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by `lock`
-  let eventFD: EventFD
-  private let lock = Lock()
-  private var queue: [Message] = []
-  private var signalled = false
-  private var closed = false
-  /// Why sends are refused, once they are.
-  private var refusal: LoopError?
-
-  init() throws(LoopError) {
-    eventFD = try EventFD()
-  }
-
-  func post(_ message: Message) throws(LoopError) {
-    let write = try lock.withLock { () throws(LoopError) -> Bool in
-      if let refusal { throw refusal }
-      queue.append(message)
-      // One eventfd write per idle-to-busy transition; the handler drains everything.
-      guard !signalled else { return false }
-      signalled = true
-      eventFD.reserveSignal()
-      return true
-    }
-    // Written after the lock is released: the woken handler takes this lock first.
-    if write { try eventFD.completeSignal() }
-  }
-
-  func takeAll() -> [Message] {
-    lock.withLock {
-      guard !closed else { return [] }
-      _ = try? eventFD.drain()
-      signalled = false
-      defer { queue.removeAll() }
-      return queue
-    }
-  }
-
-  var pendingCount: Int { lock.withLock { queue.count } }
-
-  /// Refuses later sends with `error`; queued messages stay for `close()` to hand back.
-  func refuse(_ error: LoopError) {
-    lock.withLock {
-      if refusal == nil { refusal = error }
-    }
-  }
-
-  func close() -> [Message] {
-    let pending = lock.withLock { () -> [Message] in
-      closed = true
-      refusal = .invalidated(item: "LoopPort")
-      defer { queue.removeAll() }
-      return queue
-    }
-    // Sends are refused now; close() lets the writes already decided finish first.
-    eventFD.close()
-    return pending
-  }
 }

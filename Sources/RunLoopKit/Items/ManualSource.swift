@@ -21,11 +21,11 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   let binding: ItemBinding
   /// Guarded by `binding.lock`; nil once the source is invalid, so nothing it captured
   /// outlives its usefulness (CF's invalidate releases the source's context the same way).
-  private var callbacks: Callbacks?
+  @exclusivity(unchecked) private var callbacks: Callbacks?
   /// Guarded by `binding.lock`.
-  private var signalled = false
+  @exclusivity(unchecked) private var signalled = false
   /// Guarded by `binding.lock`: when it was signalled, to keep equal orders first-come first-served.
-  private(set) var signalSequence: UInt64 = 0
+  @exclusivity(unchecked) private(set) var signalSequence: UInt64 = 0
   /// The modes this source is in. Guarded by the owner loop's lock.
   var modes: [ModeState] = []
 

@@ -117,18 +117,26 @@ extension Loop {
 
   /// Performs signalled manual sources by order, then by signal time. Returns whether any ran.
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
-    let candidates = lock.withLock { () -> [ManualSource] in
-      var signalled: [(source: ManualSource, sequence: UInt64)] = []
+    // A buffer kept from the last pass (a nested run in a callout takes a fresh one), so a
+    // pass that performs one source allocates nothing.
+    var candidates = manualSourceBuffer
+    manualSourceBuffer = []
+    lock.withLock {
       mode.manualSources.visitAll { source in
         let key = source.signalKey
-        if key.signalled { signalled.append((source, key.sequence)) }
+        if key.signalled { candidates.append((source, key.sequence)) }
       }
-      return signalled.sorted { ($0.source.order, $0.sequence) < ($1.source.order, $1.sequence) }
-        .map(\.source)
+    }
+    if candidates.count > 1 {
+      candidates.sort { ($0.source.order, $0.sequence) < ($1.source.order, $1.sequence) }
+    }
+    defer {
+      candidates.removeAll(keepingCapacity: candidates.capacity <= 64)
+      manualSourceBuffer = candidates
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
-    for source in candidates {
+    for (source, _) in candidates {
       let perform = lock.withLock { () -> (() -> Void)? in
         // An earlier callout may have removed or invalidated it, or a nested run performed it.
         guard mode.manualSources.contains(source), let perform = source.consumeSignal() else {

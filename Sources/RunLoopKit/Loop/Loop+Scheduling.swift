@@ -294,6 +294,8 @@ extension Loop {
         } else {
           try mode.epoll.modify(source.fileDescriptor, events: mask, token: registration.token)
         }
+        // The kernel took the number as the registered file's: confirmed again.
+        source.registrations[index].calledSinceConfirmed = false
       }
     }
   }

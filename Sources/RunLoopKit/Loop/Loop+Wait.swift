@@ -21,6 +21,10 @@ extension Loop {
     var waitCount: UInt64 = 0
     /// When the wake-up that ended a sleep was asked for (`.adaptive` only).
     var wakeAskedAt: LoopClock.Instant?
+    /// When `ready` came from a look that did not sleep: the look epoch it closed. Sources
+    /// called in that epoch that it reports again were not consumed, and are checked before
+    /// delivery (see `Loop+Descriptors.swift`).
+    var lookEpoch: UInt64?
   }
 
   /// What the spin step did: whether it ran, what it found, and (for a tracer) when.
@@ -68,7 +72,12 @@ extension Loop {
     }
     // The set is held for the whole wait: a rebuild may swap the mode's set meanwhile.
     let (epoll, policy) = prepareToWait(in: mode)
-    let spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
+    var spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
+    // After handlers were called, one look before sleeping tells consumed from not.
+    let calledBefore = mode.handlerCalledSinceLook
+    if !poll && !spin.ran && calledBefore { spin.found = lookOnce(at: epoll) }
+    // Every path but a sleep with no handler called since the last look has looked now.
+    let epoch = mode.closeLookEpoch()
     // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
     // when the window ran out, on the way to a sleep.)
     let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
@@ -80,8 +89,10 @@ extension Loop {
       : KernelWait()
     // Asked for after the wait, so a tracer attached while the loop slept records that sleep.
     let sink = traceSink(mode.mode)
-    let (result, wokenBy) = sortOutWake(
+    var (result, wokenBy) = sortOutWake(
       spin: spin, wait: wait, from: epoll, in: mode, naming: sink != nil)
+    let looked = spin.found != nil || commitment.sleptAt == nil || commitment.pollAfterSleep
+    if looked { result.lookEpoch = epoch }
     if let sink { trace(spin, wait, wokenBy, to: sink) }
     if policy == .adaptive { learn(from: spin, wait, result) }
     return result
@@ -97,10 +108,21 @@ extension Loop {
     if let start, let arrival { adaptiveSpin.record(gap: start.duration(to: arrival)) }
   }
 
-  /// Re-arms the mode's timerfd if its timers changed and drains the wake-up eventfd; returns
-  /// the set to wait on and the policy to wait by.
+  /// Events from one look at `epoll` that does not sleep, or nil when none is ready.
+  private func lookOnce(at epoll: Epoll) -> [Epoll.Event]? {
+    guard let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 else { return nil }
+    return (0..<count).map(epoll.event)
+  }
+
+  /// Runs what handlers left for before the next wait (ports drain their eventfd), re-arms
+  /// the mode's timerfd if its timers changed and drains the wake-up eventfd; returns the set
+  /// to wait on and the policy to wait by.
   func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
-    lock.withLock {
+    if !drainsBeforeWait.isEmpty {
+      for drain in drainsBeforeWait { drain() }
+      drainsBeforeWait.removeAll(keepingCapacity: true)
+    }
+    return lock.withLock {
       if mode.timerNeedsArming { mode.rearmTimer() }
       // The wake-up eventfd is drained here, before the next wait, rather than right after
       // the wake: that keeps a read syscall off the path from wake-up to the posted work.
@@ -316,6 +338,9 @@ extension Loop {
       causes.timer = 1
       return naming ? .timer : nil
     default:
+      // The buffer the last descriptor phase emptied (see `handleDescriptors`), taken only
+      // when there is a descriptor event to hand over.
+      if result.ready.capacity == 0 { swap(&result.ready, &readyBuffer) }
       result.ready.append(event)
       let source = mode.descriptors[event.token]
       if source?.isMainQueue == true {

@@ -101,6 +101,16 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
   /// it waits (the one field `lock` does not guard).
   @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()
+  /// The descriptor phase's list, kept between passes so a pass allocates none. Only the
+  /// loop's thread touches it.
+  @exclusivity(unchecked) var deliveryBuffer: [Delivery] = []
+  /// The wait's list of ready events, kept between passes likewise.
+  @exclusivity(unchecked) var readyBuffer: [Epoll.Event] = []
+  /// The manual-source phase's list, kept between passes likewise.
+  @exclusivity(unchecked) var manualSourceBuffer: [(source: ManualSource, sequence: UInt64)] = []
+  /// What the handlers called since the last wait left for before the next one (a port's
+  /// eventfd drain). Only the loop's thread touches it.
+  @exclusivity(unchecked) var drainsBeforeWait: [@Sendable () -> Void] = []
   /// See `Metrics`; the fields kept elsewhere (waits, wake-ups sent, rebuilds) are filled in
   /// when a snapshot is taken.
   @exclusivity(unchecked) var counters = Metrics()

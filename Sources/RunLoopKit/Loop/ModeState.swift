@@ -14,16 +14,30 @@ final class ModeState {
 
   let mode: Loop.Mode
   /// Replaced (never mutated in place) when the set has to be rebuilt.
-  private(set) var epoll: Epoll
+  @exclusivity(unchecked) private(set) var epoll: Epoll
   let timerFD: TimerFD
 
   let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
   /// Registered descriptor sources, by epoll token.
-  var descriptors: [UInt64: DescriptorSource] = [:]
+  @exclusivity(unchecked) var descriptors: [UInt64: DescriptorSource] = [:]
+  /// Counts the looks at this set that did not sleep; a registration notes the count when
+  /// its handler is called (`calledInLookEpoch`), so the next look knows which of the sources
+  /// it reports were called before it and not consumed (see `Loop+Descriptors.swift`). Only
+  /// the loop's thread touches these two.
+  @exclusivity(unchecked) private(set) var lookEpoch: UInt64 = 0
+  /// A handler was called since the last look: the next wait looks before it sleeps.
+  @exclusivity(unchecked) var handlerCalledSinceLook = false
+
+  /// Ends the current look epoch (a look is being made); returns it.
+  func closeLookEpoch() -> UInt64 {
+    handlerCalledSinceLook = false
+    defer { lookEpoch &+= 1 }
+    return lookEpoch
+  }
   /// Which token currently owns each fd number in this epoll set. Needed because epoll
   /// identifies a registration by fd number on removal: if a source's fd was closed and the
   /// number reused by a newer source, removing the old source must not unregister the new one.
-  var tokenForDescriptor: [Int32: UInt64] = [:]
+  @exclusivity(unchecked) var tokenForDescriptor: [Int32: UInt64] = [:]
   /// Registrations the kernel may still hold in this set although no source watches them any
   /// more, with the loop's wait count when each was let go: their fd number was closed, or
   /// handed to another file, before the registration could be removed by it. Such a
@@ -34,12 +48,12 @@ final class ModeState {
   /// proof the registration outlived its number. Any other event no source owns was read
   /// before its registration was removed or let go (a handler earlier in the same pass closed
   /// or invalidated the source) and is simply stale. Emptied by a rebuild.
-  var untrackedTokens: [UInt64: UInt64] = [:]
+  @exclusivity(unchecked) var untrackedTokens: [UInt64: UInt64] = [:]
   /// The last rebuild could not make a new set (the process was out of descriptors): the
   /// loop polls this mode's set between short sleeps instead of sleeping in it, since an
   /// unowned registration that reports would wake it at once, over and over (see
   /// `Loop+Wait.swift`), and tries again on each pass.
-  var rebuildFailed = false
+  @exclusivity(unchecked) var rebuildFailed = false
 
   /// The set should be rebuilt on this pass even though no unowned registration reported:
   /// the last rebuild failed (it is tried again on every pass until one succeeds, or the mode

@@ -10,6 +10,8 @@ extension Loop {
     on clock: VirtualClock
   ) -> WakeResult {
     let (epoll, _) = prepareToWait(in: mode)
+    // Every virtual wait is a look: sources reported again unconsumed are checked.
+    let epoch = mode.closeLookEpoch()
     // A wake-up asked for while the pass was busy (a posted block) is answered by not
     // sleeping, as `commitToWait` answers it.
     let poll = lock.withLock { () -> Bool in
@@ -35,7 +37,7 @@ extension Loop {
       slept = (start, clock.now)
     }
     let sink = traceSink(mode.mode)
-    var result = WakeResult()
+    var result = WakeResult(lookEpoch: epoch)
     var wokenBy: [LoopTracer.WakeCause] = []
     lock.withLock {
       waitGeneration &+= 1

@@ -1,0 +1,124 @@
+import CRunLoopShims
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// Issue 25: deliveries ask the kernel nothing, so a descriptor closed *after* its source was
+/// delivered is noticed by the look the next wait makes (a report that comes back unconsumed),
+/// not before the call. Line 68 still holds: at most one more call, and no spin.
+extension RunLoopKitTests.StaleDescriptors {
+  /// What the handler saw after `close` ran, how many passes the loop made from then on, the
+  /// CPU its thread used over the run and the loop's stale count. The source is delivered
+  /// once first (its fd healthy); a timer then calls `close` on the loop's thread while the
+  /// loop sleeps on a look that found the source consumed.
+  static func closeAfterDelivery(
+    _ close: @escaping @Sendable (_ watched: Int32, _ writeEnd: Int32) -> Void
+  ) throws -> (afterClose: [DescriptorSource.Events], passes: Int, cpu: Duration, stale: Int) {
+    let pipe = makePipe()
+    let keepOpen = dup(pipe.read)
+    defer {
+      Glibc.close(keepOpen)
+      Glibc.close(pipe.write)
+    }
+    let closed = Box(false)
+    let afterClose = Box<[DescriptorSource.Events]>([])
+    let passes = Box(0)
+    let (cpu, stale) = try onLoopThread { loop -> (Duration, Int) in
+      let source = DescriptorSource(fileDescriptor: pipe.read) { _, events in
+        if closed.value { afterClose.value.append(events) }
+        var byte: UInt8 = 0
+        _ = read(pipe.read, &byte, 1)  // after the close: EBADF, or reads another file
+      }
+      try loop.add(source, to: .default)
+      try loop.add(
+        LoopObserver(activities: .beforeSources) { _, _ in
+          if closed.value { passes.value += 1 }
+        }, to: .default)
+      try loop.add(
+        LoopTimer(after: .milliseconds(20)) { _ in
+          close(pipe.read, pipe.write)
+          closed.value = true
+        }, to: .default)
+      writeByte(pipe.write)  // the healthy delivery, in the run's first pass
+      let before = threadCPUTime()
+      loop.run(for: runLength)
+      let used = before.duration(to: threadCPUTime())
+      source.invalidate()
+      return (used, Int(loop.metrics.staleDescriptors))
+    }
+    return (afterClose.value, passes.value, cpu, stale)
+  }
+
+  @Test(
+    "68. A descriptor closed after its source was delivered (a dup keeps the file open) gets at most one more call, is then parked as stale, and never makes the loop spin"
+  )
+  func test_68_closedAfterDeliveryDoesNotSpin() throws {
+    let seen = try Self.closeAfterDelivery { watched, writeEnd in
+      Glibc.close(watched)
+      writeByte(writeEnd)  // the old file, still open through the dup, becomes readable
+    }
+    #expect(seen.afterClose.count <= 1, "handler saw \(seen.afterClose) after the close")
+    #expect(seen.stale == 1)
+    // The pass that made the one call, the one whose look parks it, the sleep to the end.
+    #expect(seen.passes <= 4, "\(seen.passes) passes after the close in \(Self.runLength)")
+    #expect(seen.cpu < .milliseconds(50), "loop thread used \(seen.cpu) of CPU")
+  }
+
+  @Test(
+    "68. Closed after a delivery and its number reused for a readable file: at most one more call, then parked, no spin"
+  )
+  func test_68_closedAndReusedAfterDeliveryDoesNotSpin() throws {
+    let other = Box<[Int32]>([])
+    let seen = try Self.closeAfterDelivery { watched, writeEnd in
+      Glibc.close(watched)
+      let reused = makePipe()
+      writeByte(reused.write)
+      if reused.read != watched {  // make the number name the other pipe, which has data
+        dup2(reused.read, watched)
+        Glibc.close(reused.read)
+      }
+      other.value = [watched, reused.write]
+      writeByte(writeEnd)
+    }
+    for fd in other.value { close(fd) }
+    #expect(seen.afterClose.count <= 1, "handler saw \(seen.afterClose) after the close")
+    #expect(seen.stale == 1)
+    #expect(seen.passes <= 4, "\(seen.passes) passes after the close in \(Self.runLength)")
+    #expect(seen.cpu < .milliseconds(50), "loop thread used \(seen.cpu) of CPU")
+  }
+
+  @Test(
+    "68. A healthy source its handler leaves readable is delivered on every pass and never taken for stale"
+  )
+  func test_68_unconsumedHealthySourceIsNotStale() throws {
+    let pipe = makePipe()
+    defer {
+      close(pipe.read)
+      close(pipe.write)
+    }
+    for _ in 0..<3 { writeByte(pipe.write) }
+    let calls = Box(0)
+    let stale = try onLoopThread { loop -> UInt64 in
+      // Reads one byte a call: the fd stays readable, so each look reports it again.
+      let source = DescriptorSource(fileDescriptor: pipe.read) { _, events in
+        #expect(events == .readable)
+        calls.value += 1
+        var byte: UInt8 = 0
+        _ = read(pipe.read, &byte, 1)
+      }
+      try loop.add(source, to: .default)
+      for _ in 0..<3 {
+        #expect(loop.run(for: .seconds(2), returnAfterSourceHandled: true) == .handledSource)
+      }
+      #expect(loop.run(for: .milliseconds(20)) == .timedOut)
+      #expect(source.isValid)
+      try source.setInterest(.readable)  // refused for a source found stale
+      source.invalidate()
+      return loop.metrics.staleDescriptors
+    }
+    #expect(calls.value == 3)
+    #expect(stale == 0)
+  }
+}
