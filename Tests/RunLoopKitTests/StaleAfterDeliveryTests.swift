@@ -121,4 +121,41 @@ extension RunLoopKitTests.StaleDescriptors {
     #expect(calls.value == 3)
     #expect(stale == 0)
   }
+
+  @Test(
+    "68. A stale source reported by a look whose pass returns before the descriptor phase is still checked by the next wait, not called again"
+  )
+  func test_68_skippedLookIsLookedAgain() throws {
+    let pipe = makePipe()
+    let keepOpen = dup(pipe.read)
+    defer {
+      close(keepOpen)
+      close(pipe.write)
+    }
+    let calls = Box(0)
+    let stale = try onLoopThread { loop -> UInt64 in
+      let manual = ManualSource {}
+      // Its first call closes its fd (the dup keeps the file, which stays readable) and
+      // signals a manual source, so the next run returns after that source without handing
+      // out the look's events.
+      let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
+        calls.value += 1
+        if calls.value == 1 {
+          drain(pipe.read)
+          close(pipe.read)
+          writeByte(pipe.write)
+        }
+        manual.signal()
+      }
+      try loop.add(source, to: .default)
+      try loop.add(manual, to: .default)
+      writeByte(pipe.write)
+      for _ in 0..<10 { _ = loop.run(for: .milliseconds(20), returnAfterSourceHandled: true) }
+      source.invalidate()
+      manual.invalidate()
+      return loop.metrics.staleDescriptors
+    }
+    #expect(calls.value == 1, "\(calls.value) calls; only the first was before the close")
+    #expect(stale == 1)
+  }
 }

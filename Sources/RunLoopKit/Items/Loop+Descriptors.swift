@@ -76,6 +76,9 @@ extension Loop {
   ) {
     var stale: [Delivery] = []
     var unattributed = false
+    var parkedUnreported = false
+    // The look's events are examined now: its epoch ends (see `Loop.noteLook`).
+    if let epoch = woke.lookEpoch, epoch == mode.lookEpoch { _ = mode.closeLookEpoch() }
     for event in woke.ready {
       guard let source = mode.descriptors[event.token],
         let index = source.registrations.firstIndex(where: { $0.token == event.token }),
@@ -99,7 +102,11 @@ extension Loop {
         markStaleLocked(source, token: event.token, in: mode)
         // Reported only if the handler has not been called since the kernel last confirmed
         // the fd: otherwise that call may already have been its one call after the close.
-        if !called { stale.append(Delivery(source: source, token: event.token, stale: true)) }
+        if called {
+          parkedUnreported = true
+        } else {
+          stale.append(Delivery(source: source, token: event.token, stale: true))
+        }
         continue
       }
       if check { source.registrations[index].calledSinceConfirmed = false }
@@ -107,7 +114,7 @@ extension Loop {
     }
     // epoll_ctl(DEL) cannot name a file whose fd number we no longer own, so one rebuild
     // sheds all of them, and finds any other registration gone stale on the way.
-    if unattributed || !stale.isEmpty || mode.shedDue {
+    if unattributed || !stale.isEmpty || parkedUnreported || mode.shedDue {
       stale += rebuildEpollSetLocked(mode).map { Delivery(source: $0, token: $1, stale: true) }
     }
     let byOrder = { (a: Delivery, b: Delivery) in a.source.order < b.source.order }

@@ -74,10 +74,8 @@ extension Loop {
     let (epoll, policy) = prepareToWait(in: mode)
     var spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
     // After handlers were called, one look before sleeping tells consumed from not.
-    let calledBefore = mode.handlerCalledSinceLook
-    if !poll && !spin.ran && calledBefore { spin.found = lookOnce(at: epoll) }
-    // Every path but a sleep with no handler called since the last look has looked now.
-    let epoch = mode.closeLookEpoch()
+    let lookedFirst = !poll && !spin.ran && mode.handlerCalledSinceLook
+    if lookedFirst { spin.found = lookOnce(at: epoll) }
     // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
     // when the window ran out, on the way to a sleep.)
     let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
@@ -91,8 +89,12 @@ extension Loop {
     let sink = traceSink(mode.mode)
     var (result, wokenBy) = sortOutWake(
       spin: spin, wait: wait, from: epoll, in: mode, naming: sink != nil)
-    let looked = spin.found != nil || commitment.sleptAt == nil || commitment.pollAfterSleep
-    if looked { result.lookEpoch = epoch }
+    // Whether epoll was looked at without sleeping: a spin that stopped for a posted block
+    // may not have looked at all.
+    let spinLooked = spin.ran && spin.found?.isEmpty != true
+    if lookedFirst || spinLooked || commitment.sleptAt == nil || commitment.pollAfterSleep {
+      noteLook(into: &result, in: mode)
+    }
     if let sink { trace(spin, wait, wokenBy, to: sink) }
     if policy == .adaptive { learn(from: spin, wait, result) }
     return result
@@ -106,6 +108,16 @@ extension Loop {
     let start = spin.began ?? wait.slept?.start
     let arrival = spin.foundAt ?? result.wakeAskedAt
     if let start, let arrival { adaptiveSpin.record(gap: start.duration(to: arrival)) }
+  }
+
+  /// After a look that did not sleep: its events carry the look epoch, for the descriptor
+  /// phase to check the sources called in it that the look reported again; with no event,
+  /// every such source was consumed, and the epoch ends here. (Otherwise the descriptor phase
+  /// ends it when it examines them: a pass that skips that phase leaves the next wait to
+  /// look again, so an unconsumed source is never let through unchecked.)
+  func noteLook(into result: inout WakeResult, in mode: ModeState) {
+    result.lookEpoch = mode.lookEpoch
+    if result.ready.isEmpty { _ = mode.closeLookEpoch() }
   }
 
   /// Events from one look at `epoll` that does not sleep, or nil when none is ready.

@@ -10,8 +10,6 @@ extension Loop {
     on clock: VirtualClock
   ) -> WakeResult {
     let (epoll, _) = prepareToWait(in: mode)
-    // Every virtual wait is a look: sources reported again unconsumed are checked.
-    let epoch = mode.closeLookEpoch()
     // A wake-up asked for while the pass was busy (a posted block) is answered by not
     // sleeping, as `commitToWait` answers it.
     let poll = lock.withLock { () -> Bool in
@@ -37,7 +35,7 @@ extension Loop {
       slept = (start, clock.now)
     }
     let sink = traceSink(mode.mode)
-    var result = WakeResult(lookEpoch: epoch)
+    var result = WakeResult()
     var wokenBy: [LoopTracer.WakeCause] = []
     lock.withLock {
       waitGeneration &+= 1
@@ -58,6 +56,8 @@ extension Loop {
       if let slept { countWakeLocked(causes, slept: slept) }
       result.shedDue = mode.shedDue
     }
+    // Every virtual wait is a look: sources reported again unconsumed are checked.
+    noteLook(into: &result, in: mode)
     if let sink, let slept {
       sink.record(
         .slept(wokenBy: wokenBy.isEmpty ? [.deadline] : wokenBy), from: slept.start,
