@@ -171,9 +171,9 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     invalidateReleasing { storedHandler.take() }
   }
 
-  /// The handler while the source is valid, nil after it was invalidated. (Not through the
-  /// generic `whileValid`: handing the closure through a generic re-abstracts it, which
-  /// allocates a thunk on every delivery.)
+  /// The handler while the source is valid, nil after it was invalidated. (Locked by hand: a
+  /// closure handed through a generic accessor is re-abstracted, which allocates a thunk on
+  /// every delivery.)
   var handler: Handler? {
     binding.lock.lock()
     defer { binding.lock.unlock() }

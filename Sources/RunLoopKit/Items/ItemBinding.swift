@@ -21,12 +21,6 @@ final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lo
 
   var owner: Loop? { lock.withLock { state.loop } }
 
-  /// What `read` returns while the item is valid, nil once it was invalidated. `read` runs
-  /// with `lock` held, so it may read the item's state guarded by it (its closures).
-  func whileValid<T>(_ read: () -> T?) -> T? {
-    lock.withLock { state.isValid ? read() : nil }
-  }
-
   /// `owner` for callers that already hold `lock`.
   var ownerUnlocked: Loop? { state.loop }
 

@@ -78,7 +78,7 @@ extension Loop {
     var unattributed = false
     var parkedUnreported = false
     // The look's events are examined now: its epoch ends (see `Loop.noteLook`).
-    if let epoch = woke.lookEpoch, epoch == mode.lookEpoch { _ = mode.closeLookEpoch() }
+    if let epoch = woke.lookEpoch, epoch == mode.lookEpoch { mode.closeLookEpoch() }
     for event in woke.ready {
       guard let source = mode.descriptors[event.token],
         let index = source.registrations.firstIndex(where: { $0.token == event.token }),

@@ -60,6 +60,12 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
     invalidateReleasing { storedHandler.take() }
   }
 
-  /// The handler while the observer is valid, nil after it was invalidated.
-  var handler: Handler? { binding.whileValid { storedHandler } }
+  /// The handler while the observer is valid, nil after it was invalidated. (Locked by hand,
+  /// as `DescriptorSource.handler`: a closure handed through a generic is re-abstracted,
+  /// which allocates a thunk on every call.)
+  var handler: Handler? {
+    binding.lock.lock()
+    defer { binding.lock.unlock() }
+    return binding.isValidUnlocked ? storedHandler : nil
+  }
 }

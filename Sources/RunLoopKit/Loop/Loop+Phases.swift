@@ -14,19 +14,28 @@ extension Loop {
     guard mode.observedActivities.load(ordering: .relaxed) & activity.rawValue != 0 else { return }
     let observers = lock.withLock { mode.observers.filter { $0.activities.contains(activity) } }
     for observer in observers {
-      // CF's rule: an observer is never told again while its own callback is still running.
-      let handler = lock.withLock { () -> LoopObserver.Handler? in
-        guard !observer.isFiring, observer.modes.contains(where: { $0 === mode }),
-          let handler = observer.handler
-        else { return nil }
-        observer.isFiring = true
-        return handler
-      }
+      // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted, which
+      // allocates a thunk on every call.
+      lock.lock()
+      let handler = takeObserverHandlerLocked(observer, in: mode)
+      lock.unlock()
       guard let handler else { continue }
       handler(observer, activity)
       lock.withLock { observer.isFiring = false }
       if !observer.repeats { observer.invalidate() }
     }
+  }
+
+  /// The observer's handler if it may be told now, marked as firing; nil otherwise.
+  private func takeObserverHandlerLocked(
+    _ observer: LoopObserver, in mode: ModeState
+  ) -> LoopObserver.Handler? {
+    // CF's rule: an observer is never told again while its own callback is still running.
+    guard !observer.isFiring, observer.modes.contains(where: { $0 === mode }),
+      let handler = observer.handler
+    else { return nil }
+    observer.isFiring = true
+    return handler
   }
 
   // MARK: Blocks

@@ -21,9 +21,9 @@ extension Loop {
     var waitCount: UInt64 = 0
     /// When the wake-up that ended a sleep was asked for (`.adaptive` only).
     var wakeAskedAt: LoopClock.Instant?
-    /// When `ready` came from a look that did not sleep: the look epoch it closed. Sources
-    /// called in that epoch that it reports again were not consumed, and are checked before
-    /// delivery (see `Loop+Descriptors.swift`).
+    /// When `ready` came from a look that did not sleep: the look epoch it was made in.
+    /// Sources called in that epoch that it reports again were not consumed, and are checked
+    /// before delivery (see `Loop+Descriptors.swift`).
     var lookEpoch: UInt64?
   }
 
@@ -117,11 +117,11 @@ extension Loop {
   /// look again, so an unconsumed source is never let through unchecked.)
   func noteLook(into result: inout WakeResult, in mode: ModeState) {
     result.lookEpoch = mode.lookEpoch
-    if result.ready.isEmpty { _ = mode.closeLookEpoch() }
+    if result.ready.isEmpty { mode.closeLookEpoch() }
   }
 
   /// Events from one look at `epoll` that does not sleep, or nil when none is ready.
-  private func lookOnce(at epoll: Epoll) -> [Epoll.Event]? {
+  func lookOnce(at epoll: Epoll) -> [Epoll.Event]? {
     guard let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 else { return nil }
     return (0..<count).map(epoll.event)
   }
@@ -200,9 +200,7 @@ extension Loop {
       // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
       // and timers can afford a few turns' delay.
       if turn % 16 == 0 {
-        if let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 {
-          return (0..<count).map(epoll.event)
-        }
+        if let found = lookOnce(at: epoll) { return found }
         if LoopClock.Instant.now >= end { return nil }
       }
       turn &+= 1

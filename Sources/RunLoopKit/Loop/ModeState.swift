@@ -28,11 +28,11 @@ final class ModeState {
   /// A handler was called since the last look: the next wait looks before it sleeps.
   @exclusivity(unchecked) var handlerCalledSinceLook = false
 
-  /// Ends the current look epoch (a look is being made); returns it.
-  func closeLookEpoch() -> UInt64 {
+  /// Ends the current look epoch: the sources called in it were looked at (see
+  /// `Loop.noteLook`).
+  func closeLookEpoch() {
     handlerCalledSinceLook = false
-    defer { lookEpoch &+= 1 }
-    return lookEpoch
+    lookEpoch &+= 1
   }
   /// Which token currently owns each fd number in this epoll set. Needed because epoll
   /// identifies a registration by fd number on removal: if a source's fd was closed and the
