@@ -169,10 +169,10 @@ extension Report {
     let met = targets.filter(\.met).count
     print(
       "\nTargets: \(met) of \(targets.count) met in this run (figures are ratios within the run)\n")
-    print(pad("target", 56) + pad("figure", 34) + pad("bound", 16) + "result")
+    print(pad("target", 60) + pad("figure", 34) + pad("bound", 16) + "result")
     for check in targets {
       print(
-        pad(check.target, 56) + pad(check.figure, 34) + pad(check.bound, 16)
+        pad(check.target, 60) + pad(check.figure, 34) + pad(check.bound, 16)
           + (check.met ? "met" : "not met"))
       print("  why: \(check.why)")
     }
