@@ -170,7 +170,7 @@ extension RunLoopKitTests {
         done.open()
       }
       // Accepted: queued on the loop, which no run will drain.
-      #expect(waitUntil { thread.loop.lock.withLock { thread.loop.blocks.count } == 1 })
+      #expect(waitUntil { thread.loop.lock.withLock { thread.loop.queuedBlockCountLocked } == 1 })
       exit.open()
       thread.join()
       #expect(done.wait(), "the awaiting task was never resumed")

@@ -26,7 +26,7 @@ extension RunLoopKitTests {
         #expect(throws: LoopError.invalidMode(name: "")) {
           try loop.perform(after: .zero, in: [""]) {}
         }
-        return loop.lock.withLock { loop.blocks.count + loop.deferredBlocks.count }
+        return loop.lock.withLock { loop.queuedBlockCountLocked }
       }
       #expect(queued == 0)
     }

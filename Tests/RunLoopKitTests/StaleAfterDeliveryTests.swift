@@ -158,4 +158,34 @@ extension RunLoopKitTests.StaleDescriptors {
     #expect(calls.value == 1, "\(calls.value) calls; only the first was before the close")
     #expect(stale == 1)
   }
+
+  @Test(
+    "68. A source whose handler drains its fd is delivered again and again, after sleeps, with one kernel check in all (the first report after the add)"
+  )
+  func test_68_healthyDeliveriesAskTheKernelOnce() throws {
+    let pipe = makePipe()
+    defer {
+      close(pipe.read)
+      close(pipe.write)
+    }
+    let calls = Counter()
+    let thread = try ResidentThread(name: "checks")
+    let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
+      drain(pipe.read)
+      _ = calls.increment()
+    }
+    try thread.loop.add(source, to: .default)
+    for round in 1...20 {
+      // Each report comes after a sleep that began with a look finding the source consumed.
+      #expect(waitUntil { thread.loop.isWaiting })
+      writeByte(pipe.write)
+      #expect(waitUntil { calls.value == round })
+    }
+    let checks = thread.loop.lock.withLock { thread.loop.registrationChecks }
+    source.invalidate()
+    thread.stop()
+    try thread.join()
+    #expect(calls.value == 20)
+    #expect(checks == 1)
+  }
 }

@@ -226,4 +226,8 @@ struct DescriptorRegistration {
   /// The mode's `lookEpoch` when the handler was last called: equal to the epoch a look
   /// closes, the call came after the previous look (`max`: never called).
   var calledInLookEpoch = UInt64.max
+  /// A newer registration took this fd number in this mode: the fd was closed and its number
+  /// reused, so this registration's file is not the one the number names (the delivery path
+  /// reads this instead of hashing the number into `ModeState.tokenForDescriptor`).
+  var superseded = false
 }

@@ -93,12 +93,17 @@ extension Loop {
         if mode.isLiveUntracked(event.token, reportedBy: woke.waitCount) { unattributed = true }
         continue
       }
-      let registration = source.registrations[index]
-      let called = registration.calledSinceConfirmed
+      // Read in place: a copy of the registration would retain and release its mode.
+      let called = source.registrations[index].calledSinceConfirmed
       // Called since the look that returned this event, and reported by it again.
-      let unconsumed = woke.lookEpoch.map { registration.calledInLookEpoch == $0 } ?? false
+      let unconsumed =
+        woke.lookEpoch.map { source.registrations[index].calledInLookEpoch == $0 } ?? false
       let check = !called || unconsumed
-      guard isCurrentLocked(source, token: event.token, askingKernel: check, in: mode) else {
+      let current =
+        check
+        ? isCurrentLocked(source, token: event.token, in: mode)
+        : source.ownsDescriptor || !source.registrations[index].superseded
+      guard current else {
         markStaleLocked(source, token: event.token, in: mode)
         // Reported only if the handler has not been called since the kernel last confirmed
         // the fd: otherwise that call may already have been its one call after the close.
@@ -160,16 +165,13 @@ extension Loop {
     var stale = false
   }
 
-  /// Whether a source's registration still watches the file its fd number names now. A
-  /// newer source on the same number says no at no cost; otherwise, with `askingKernel`, the
-  /// kernel is asked (one epoll_ctl); without, the registration is taken as current (see the
-  /// top of this file for when that is safe).
-  func isCurrentLocked(
-    _ source: DescriptorSource, token: UInt64, askingKernel: Bool, in mode: ModeState
-  ) -> Bool {
+  /// Whether a source's registration still watches the file its fd number names now: a
+  /// newer source on the same number says no at no cost; otherwise the kernel is asked (one
+  /// epoll_ctl). (Without asking, a registration is taken as current unless it was
+  /// superseded: see the top of this file for when that is safe.)
+  func isCurrentLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) -> Bool {
     // Ports' eventfds are the library's, the main queue's is libdispatch's: never closed.
     if source.ownsDescriptor { return true }
-    guard askingKernel else { return mode.tokenForDescriptor[source.fileDescriptor] == token }
     return currentMaskLocked(source, token: token, in: mode) != nil
   }
 
@@ -183,6 +185,7 @@ extension Loop {
     // A newer source owns the number in this set, so this registration's file is not fd's.
     guard neverClosed || mode.tokenForDescriptor[fd] == token else { return nil }
     let mask = source.binding.lock.withLock { source.epollMaskUnlocked }
+    if !neverClosed { registrationChecks += 1 }
     guard neverClosed || mode.epoll.isRegistered(fd, events: mask, token: token) else {
       return nil
     }
@@ -230,7 +233,7 @@ extension Loop {
   func rebuildEpollSetLocked(_ mode: ModeState) -> [(DescriptorSource, UInt64)] {
     var live: [(fd: Int32, mask: UInt32, token: UInt64)] = []
     var stale: [(DescriptorSource, UInt64)] = []
-    for (token, source) in mode.descriptors {
+    for (token, source) in mode.descriptors.entries {
       guard mode.tokenForDescriptor[source.fileDescriptor] == token,
         source.registrations.contains(where: { $0.token == token && !$0.parked })
       else { continue }

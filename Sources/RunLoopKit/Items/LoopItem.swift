@@ -63,7 +63,7 @@ extension BoundItem {
     loop?.detachEverywhere(self)
     let released = binding.lock.withLock(take)
     if binding.releasesOnLoopThread, let loop {
-      loop.releaseOnOwnThread(released)
+      loop.releaseOnOwnThread(consume released)
     } else {
       withExtendedLifetime(released) {}
     }
@@ -198,7 +198,12 @@ extension DescriptorSource: BoundItem {
     mode.descriptors[token] = self
     // A loop asleep on its futex in this mode watches no descriptors: make it wait again.
     loop.wakeFutexSleeperLocked(in: mode)
-    mode.tokenForDescriptor[fileDescriptor] = token
+    if let previous = mode.tokenForDescriptor.updateValue(token, forKey: fileDescriptor),
+      let older = mode.descriptors[previous],
+      let index = older.registrations.firstIndex(where: { $0.token == previous })
+    {
+      older.registrations[index].superseded = true
+    }
     registrations.append(DescriptorRegistration(mode: mode, token: token))
     return nil
   }

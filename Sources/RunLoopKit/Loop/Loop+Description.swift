@@ -6,7 +6,7 @@ extension Loop: CustomDebugStringConvertible {
     lock.withLock {
       var lines: [String] = []
       let running = frames.map(\.mode.name).joined(separator: " > ")
-      let queued = blocks.count + deferredBlocks.count
+      let queued = queuedBlockCountLocked
       lines.append(
         "<Loop \(threadDescription)\(tornDown ? " torn down" : "")> "
           + "waiting: \(sleeping), running: [\(running)], queued blocks: \(queued)")
@@ -17,7 +17,7 @@ extension Loop: CustomDebugStringConvertible {
         lines.append("  mode \"\(name)\" (epoll fd \(mode.epoll.fd), timerfd \(mode.timerFD.fd))")
         let groups: [(String, [any LoopItem])] = [
           ("manual sources", mode.manualSources.inOrder),
-          ("descriptor sources", mode.descriptors.sorted { $0.key < $1.key }.map(\.value)),
+          ("descriptor sources", mode.descriptors.entries.sorted { $0.key < $1.key }.map(\.value)),
           ("timers", mode.timers.entries.sorted { $0.precedes($1) }.map(\.timer)),
           ("observers", mode.observers),
         ]
@@ -29,4 +29,9 @@ extension Loop: CustomDebugStringConvertible {
       return lines.joined(separator: "\n")
     }
   }
+}
+
+extension Loop {
+  /// Blocks queued and not run yet, whatever their mode.
+  var queuedBlockCountLocked: Int { blocks.count + deferredBlocks.count + posted.waitingCount }
 }

@@ -49,34 +49,33 @@ extension Loop {
     try enqueue(QueuedBlock(modes: .common, block: block))
   }
 
-  /// `ResidentThread.perform`: the thread's state check and the enqueue under one lock hold,
-  /// so a post lands either before the stop block (and runs) or throws `stopped`, never
-  /// neither.
+  /// `ResidentThread.perform`: refused once the thread was stopped, by the same atomic step
+  /// that queues the block, so a post lands either before the stop block (and runs) or
+  /// throws `stopped`, never neither.
   func enqueueFromResident(
     stopped: @autoclosure () -> LoopError, _ queued: consuming QueuedBlock
   ) throws(LoopError) {
-    try enqueue(queued) {
-      residentStopped || tornDown || refusingPosts ? stopped() : nil
+    if posted.push(consume queued, refusing: [.closed, .residentStopped]) != nil {
+      throw stopped()
     }
+    wakeIfAsleep()
   }
 
-  /// Queues `queued` and wakes the loop, unless `refusal` (asked under the lock) or the loop's
-  /// teardown says no.
-  func enqueue(
-    _ queued: consuming QueuedBlock, refusal: () -> LoopError? = { nil }
-  ) throws(LoopError) {
-    // Locked by hand rather than with `withLock`: `queued` moves into the queue, and a
-    // closure could only copy it (one more retain and release of the block per post).
-    lock.lock()
-    if let error = refusal() {
-      lock.unlock()
-      throw error
-    }
-    guard !tornDown && !refusingPosts else {
-      lock.unlock()
+  /// Queues `queued` and wakes the loop, unless the loop's thread has exited (or is taking
+  /// its last blocks).
+  func enqueue(_ queued: consuming QueuedBlock) throws(LoopError) {
+    if posted.push(consume queued, refusing: .closed) != nil {
       throw .loopTornDown(thread: threadDescription)
     }
-    blocks.append(queued)
+    wakeIfAsleep()
+  }
+
+  /// After a post: a loop that said it sleeps is woken. A busy loop is not told at all: it
+  /// looks at the queue before it sleeps (`commitToWait`).
+  @inline(__always)
+  private func wakeIfAsleep() {
+    guard asleep.load(ordering: .sequentiallyConsistent) else { return }
+    lock.lock()
     let signal = requestWakeLocked()
     lock.unlock()
     send(signal)
@@ -89,10 +88,12 @@ extension Loop {
     case futex
   }
 
-  /// Posters wake the loop only when it sleeps and no wake-up is pending yet; a busy loop is
-  /// told with a flag instead, which its next wait checks. So a burst of posts to a busy loop
-  /// costs no syscalls, and one to a sleeping loop costs exactly one: an eventfd write when
-  /// the loop sleeps in `epoll_wait`, a futex wake when it sleeps on its futex.
+  /// A wake-up (from a post that found the loop asleep, `wakeUp()`, a source or timer added
+  /// from another thread) is sent only when the loop sleeps and none is pending yet; a busy
+  /// loop is told with a flag instead, which its next wait checks. (Posts to a busy loop do
+  /// not even set the flag: the wait looks at the post queue itself.) So a burst of posts
+  /// to a busy loop costs no syscalls, and one to a sleeping loop costs exactly one: an
+  /// eventfd write when the loop sleeps in `epoll_wait`, a futex wake on its futex.
   ///
   /// Returns what the caller must pass to `send(_:)` once it has released the lock. The
   /// syscall happens outside the lock because the loop it wakes takes that lock first thing:
@@ -144,16 +145,14 @@ extension Loop {
     }
   }
 
-  /// A resident thread's stop: queues its stop block (in any mode) and, under the same lock
-  /// hold, refuses the thread's later posts (`enqueueFromResident`).
+  /// A resident thread's stop: queues its stop block (in any mode) and, by the same atomic
+  /// step, refuses the thread's later posts (`enqueueFromResident`).
   func queueResidentStop(_ block: @escaping () -> Void) {
-    let signal = lock.withLock { () -> WakeSignal in
-      residentStopped = true
-      guard !tornDown && !refusingPosts else { return .none }
-      blocks.append(QueuedBlock(modes: .any, block: block))
-      return requestWakeLocked()
+    let stop = QueuedBlock(modes: .any, block: block)
+    if posted.push(consume stop, refusing: .closed, setting: .residentStopped) != nil {
+      posted.refuse(.residentStopped)
     }
-    send(signal)
+    wakeIfAsleep()
   }
 
   /// For a thread about to exit: hands back the blocks still queued so it can run them itself
@@ -163,13 +162,21 @@ extension Loop {
   func takeQueuedBlocksOrClose() -> [QueuedBlock] {
     var held: [QueuedBlock] = []
     swap(&held, &jobs.held)  // only if the thread exits from inside a job, which is rare
-    return lock.withLock {
-      if held.isEmpty && blocks.isEmpty && deferredBlocks.isEmpty { refusingPosts = true }
-      defer {
-        blocks = []
-        deferredBlocks = []
+    while true {
+      posted.waitForWrites(before: posted.claimed)
+      let taken = lock.withLock { () -> [QueuedBlock]? in
+        posted.take(appendingTo: &blocks, before: posted.claimed)
+        if held.isEmpty && blocks.isEmpty && deferredBlocks.isEmpty {
+          // Nil when a post claimed its slot since: it was accepted, so it runs first.
+          return posted.closeIfEmpty() ? [] : nil
+        }
+        defer {
+          blocks = []
+          deferredBlocks = []
+        }
+        return held + deferredBlocks + blocks
       }
-      return held + deferredBlocks + blocks
+      if let taken { return taken }
     }
   }
 }
@@ -181,9 +188,15 @@ extension Loop {
   /// that invalidated the item would touch that state from two threads at once. Off the
   /// loop's thread a block carries them there, released on the loop's next pass (in whatever
   /// mode it runs); once the loop accepts no more blocks (its thread is exiting), here.
+  /// The closures are moved, never copied, from the caller into the block (callers pass them
+  /// with `consume`): a copy kept anywhere on this thread (an unoptimised build keeps locals
+  /// until their scope ends) could be the last reference, let go here after the loop ran the
+  /// block.
   func releaseOnOwnThread<Closures>(_ closures: consuming Closures) {
     guard !isCurrent else { return }  // released as the caller's last use ends
-    let carried = closures
-    try? enqueue(QueuedBlock(modes: .any) { withExtendedLifetime(carried) {} })
+    try? enqueue(
+      QueuedBlock(modes: .any) { [carried = consume closures] in
+        withExtendedLifetime(carried) {}
+      })
   }
 }

@@ -18,7 +18,9 @@ extension Loop {
     _ policy: WaitPolicy, on epoll: Epoll, until deadline: LoopClock.Instant?
   ) -> SpinOutcome {
     // Checked before the adaptive policy is asked, so a pending wake-up uses up no skip.
-    guard policy != .sleep, !wakePending.load(ordering: .acquiring) else { return SpinOutcome() }
+    guard policy != .sleep, !wakePending.load(ordering: .acquiring), !posted.mayHaveWaiting else {
+      return SpinOutcome()
+    }
     let window: Duration?
     switch policy {
     case .sleep: return SpinOutcome()
@@ -54,6 +56,7 @@ extension Loop {
     var turn = 0
     while true {
       if wakePending.load(ordering: .acquiring) { return [] }
+      if posted.mayHaveWaiting { return [] }
       // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
       // and timers can afford a few turns' delay.
       if turn % 16 == 0 {

@@ -12,6 +12,10 @@ extension Loop {
   func tearDown() {
     let (callouts, items, retired) = lock.withLock { () -> ([Callout], [any LoopItem], [Any]) in
       tornDown = true
+      posted.refuse(.closed)
+      // Closed and emptied already by `runAcceptedWorkBeforeExit`, which closes only an empty
+      // queue: this takes nothing, unless a caller skipped that drain.
+      posted.take(appendingTo: &blocks, before: posted.claimed)
       // Everything the loop lets go of leaves this locked section in `items` and `retired`
       // and is released only after the lock is: an item's closure may hold the last
       // reference to an object whose deinit calls back into this loop, and the lock is not
@@ -22,7 +26,7 @@ extension Loop {
         let timers =
           mode.timers.entries.map(\.timer)
           + firingTimers.filter { $0.slots.contains { $0.mode === mode } }
-        let descriptors = mode.descriptors.sorted { $0.key < $1.key }.map(\.value)
+        let descriptors = mode.descriptors.entries.sorted { $0.key < $1.key }.map(\.value)
         let modeItems: [any LoopItem] =
           mode.manualSources.inOrder + descriptors + timers + mode.observers
         items += modeItems  // before detaching: this keeps each of them alive past the lock

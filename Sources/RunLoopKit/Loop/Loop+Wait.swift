@@ -65,6 +65,10 @@ extension Loop {
     // After handlers were called, one look before sleeping tells consumed from not.
     let lookedFirst = !poll && !spin.ran && mode.handlerCalledSinceLook
     if lookedFirst { spin.found = lookOnce(at: epoll) }
+    // A look (first, or the spin's last) that found nothing shows that every handler called
+    // since consumed its descriptor: the epoch ends here, so what a sleep brings after it is
+    // new readiness, delivered without a check.
+    if (lookedFirst || spin.ran) && spin.found == nil { mode.closeLookEpoch() }
     // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
     // when the window ran out, on the way to a sleep.)
     let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
@@ -78,12 +82,12 @@ extension Loop {
     let sink = traceSink(mode.mode)
     var (result, wokenBy) = sortOutWake(
       spin: spin, wait: wait, from: epoll, in: mode, naming: sink != nil)
-    // Whether epoll was looked at without sleeping: a spin that stopped for a posted block
-    // may not have looked at all.
-    let spinLooked = spin.ran && spin.found?.isEmpty != true
-    if lookedFirst || spinLooked || commitment.sleptAt == nil || commitment.pollAfterSleep {
-      noteLook(into: &result, in: mode)
-    }
+    // The events come from a look that did not sleep (they carry its epoch): those a look
+    // before the wait found, or a wait that only looked. (A spin stopped by a posted block
+    // may not have looked at all: its empty list is no look.)
+    let foundByLook = spin.found.map { !$0.isEmpty } ?? false
+    let waitLooked = spin.found == nil && (commitment.sleptAt == nil || commitment.pollAfterSleep)
+    if foundByLook || waitLooked { noteLook(into: &result, in: mode) }
     if let sink { trace(spin, wait, wokenBy, to: sink) }
     if policy == .adaptive { learn(from: spin, wait, result) }
     return result
@@ -147,7 +151,8 @@ extension Loop {
 
   /// Decides, under the lock posters take, whether this wait blocks: not when asked to poll,
   /// not after a spin found work, and not when a wake-up was asked for while the pass was busy
-  /// (answered by not sleeping). A poster that sees `sleeping` wakes the loop. A mode with no
+  /// (answered by not sleeping), nor when a posted block waits (see `PostQueue`). A poster that
+  /// sees `asleep` wakes the loop. A mode with no
   /// descriptor to watch sleeps on the futex: the count is read here, under the lock, so a
   /// wake-up sent after the lock is released changes it and the sleep does not begin.
   /// `sleptAt` is read under the lock too, so that `metrics` can count a sleep in progress.
@@ -162,6 +167,16 @@ extension Loop {
         poll = true
       }
       sleeping = !poll && !spun
+      if sleeping {
+        // Said before the last look at the posted blocks: a poster that writes its block
+        // after this look finds `asleep` set and wakes the sleep (see `PostQueue`). Blocks
+        // another thread moved out of the queue meanwhile (`hasBlocksLocked`) count too.
+        asleep.store(true, ordering: .sequentiallyConsistent)
+        if posted.hasWaiting || !blocks.isEmpty {
+          asleep.store(false, ordering: .relaxed)
+          sleeping = false
+        }
+      }
       sleepStart = sleeping ? .now : nil
       sleepingOnFutex = sleeping && (mode.descriptors.isEmpty || mode.rebuildFailed)
       guard sleepingOnFutex else { return Commitment(sleptAt: sleepStart) }
@@ -237,6 +252,7 @@ extension Loop {
     var wokenBy: [LoopTracer.WakeCause] = []
     lock.withLock {
       sleeping = false
+      asleep.store(false, ordering: .relaxed)
       sleepStart = nil
       sleepingOnFutex = false
       futexSleepMode = nil

@@ -33,6 +33,13 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var wakeFD: EventFD?
   /// The wake-up word a loop sleeps on instead when its mode has no descriptor to watch.
   let futex = Futex()
+  /// Blocks just posted, queued without the lock (see the type); whoever holds the lock may
+  /// move them into `blocks`. Its refusals are set when the thread exits (or is about to) and
+  /// when a resident thread stops.
+  let posted = PostQueue()
+  /// Mirrors `sleeping` for posters, which do not take the lock unless it is set (see
+  /// `PostQueue` for why a post is never left behind a sleep).
+  let asleep = Atomic<Bool>(false)
 
   // MARK: State guarded by `lock`
   //
@@ -48,7 +55,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
   /// Items added to `.common`; every mode later added to the common set receives them.
   let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }
-  /// Blocks posted since the last drain, in the order posted.
+  /// Blocks taken out of `posted` and not yet drained, in the order posted (older than any
+  /// block still in `posted`).
   @exclusivity(unchecked) var blocks: [QueuedBlock] = []
   /// The buffer the last drain emptied, swapped in as the next `blocks` (see `performBlocks`).
   /// Only the loop's own thread touches it.
@@ -62,7 +70,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var frames: [RunFrame] = []
   /// True while the loop thread is (about to be) blocked in the kernel.
   @exclusivity(unchecked) var sleeping = false
-  /// A wake-up arrived while the loop was busy: its next wait must not block.
+  /// A wake-up arrived while the loop was busy (`wakeUp()`, a source or a timer changed from
+  /// another thread; posts are seen in the post queue instead): its next wait must not block.
   @exclusivity(unchecked) var wakeRequested = false
   /// A wake-up has been sent (eventfd write or futex wake) since the loop last prepared to
   /// wait; further wakes need no syscall.
@@ -76,12 +85,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var futexSleepUntil: LoopClock.Instant?
   /// Set when the owning thread exited and the loop let go of its items and descriptors.
   @exclusivity(unchecked) var tornDown = false
-  /// Set when the owning thread is about to exit and takes the last queued blocks itself.
-  @exclusivity(unchecked) var refusingPosts = false
-  /// Set by a resident thread's `stop()` together with queuing its stop block: the thread's
-  /// `perform` is refused from then on, while blocks posted to the loop itself are still
-  /// accepted until the thread exits.
-  @exclusivity(unchecked) var residentStopped = false
   /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
   @exclusivity(unchecked) var nextToken: UInt64 = 3
   /// How many wake-ups were sent (eventfd writes and futex wakes): the cost the wake
@@ -158,6 +161,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var spareEpoll: Epoll?
   /// How many rebuilds found no descriptor for the new set (see `rebuildEpollSetLocked`).
   @exclusivity(unchecked) var epollRebuildFailures = 0
+  /// How many times the loop asked the kernel whether a registration still watches its file
+  /// (an `epoll_ctl` each; see `Loop+Descriptors.swift`), for tests.
+  @exclusivity(unchecked) var registrationChecks = 0
   /// The job running on the loop's thread and the work held back meanwhile (see
   /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
   @exclusivity(unchecked) var jobs = JobState()
@@ -367,6 +373,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   func hasBlocksLocked(for mode: Mode) -> Bool {
     let target = QueuedBlock.Target(mode, commonModes: commonModeNames)
     if blocks.contains(where: { $0.applies(to: target) }) { return true }
+    if posted.mayContain(where: { $0.applies(to: target) }) { return true }
     guard !deferredBlocks.isEmpty, deferredBlocksSkip != target else { return false }
     return deferredBlocks.contains { $0.applies(to: target) }
   }

@@ -37,9 +37,10 @@ extension Loop {
       self.predefined = predefined
     }
 
-    /// Modes are equal when their names are.
+    /// Modes are equal when their names are. (Two predefined modes of the same kind have the
+    /// same name: their kind was worked out from it.)
     public static func == (lhs: Mode, rhs: Mode) -> Bool {
-      lhs.predefined == rhs.predefined && lhs.name == rhs.name
+      lhs.predefined == rhs.predefined && (lhs.predefined != .none || lhs.name == rhs.name)
     }
 
     /// Hashes the name, as equality compares it.

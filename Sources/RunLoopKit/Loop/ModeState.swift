@@ -19,7 +19,7 @@ final class ModeState {
 
   let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
   /// Registered descriptor sources, by epoll token.
-  @exclusivity(unchecked) var descriptors: [UInt64: DescriptorSource] = [:]
+  @exclusivity(unchecked) var descriptors = DescriptorTable()
   /// Counts the looks at this set that did not sleep; a registration notes the count when
   /// its handler is called (`calledInLookEpoch`), so the next look knows which of the sources
   /// it reports were called before it and not consumed (see `Loop+Descriptors.swift`). Only

@@ -42,7 +42,8 @@ extension Loop {
       init(_ mode: Mode, commonModes: [Mode]) {
         self.mode = mode
         isDefault = mode.predefined == .defaultMode
-        isCommon = commonModes.contains(mode)
+        // `.default` is in the common set from the start and never leaves it.
+        isCommon = isDefault || commonModes.contains(mode)
       }
 
       func matches(_ wanted: Mode) -> Bool {

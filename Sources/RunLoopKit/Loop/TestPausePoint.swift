@@ -17,6 +17,12 @@ enum TestPausePoint: Hashable, Sendable {
   /// `Loop.send(_:)`: a poster decided under the loop's lock to write the wake-up eventfd,
   /// released the lock, and has not written yet. Keyed by the loop.
   case wakeWriteDecided
+  /// `Loop.PostQueue.push`: a poster claimed its slot and has not written its block yet (the
+  /// loop's drains stop at that slot). Keyed by the loop's `posted` queue.
+  case postClaimed
+  /// `Loop.PostQueue.waitForWrites`: a drain found a slot claimed before it began and not yet
+  /// written, and waits for it. Keyed by the loop's `posted` queue.
+  case drainWaitsForClaim
   /// A child-process source's handler reaped the child and has not invalidated the source
   /// yet. Keyed by the source's `DescriptorSource` (`ChildProcessSource.source`).
   case childReaped

@@ -278,7 +278,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     TestPausePoint.reach(.timerInvalidatedNotYetDetached, by: self)
     if let owner { owner.detachTimerEverywhere(self) }
     if releasesOnLoopThread, let owner {
-      owner.releaseOnOwnThread(handler)
+      owner.releaseOnOwnThread(consume handler)
     } else {
       LoopTimer.release(handler)
     }

@@ -30,9 +30,14 @@ extension Loop {
   /// The sink for a phase of a run in `mode`, or nil when no tracer is attached — then this
   /// relaxed load is all tracing costs. Never call it with the lock held; never record with
   /// the lock held either (`LoopTracer.attach` takes its own lock, then this one).
+  @inline(__always)
   func traceSink(_ mode: Mode, runsBelow extraDepth: Int = 0) -> TraceSink? {
     guard tracing.load(ordering: .relaxed) else { return nil }
-    return lock.withLock {
+    return attachedTraceSink(mode, runsBelow: extraDepth)
+  }
+
+  private func attachedTraceSink(_ mode: Mode, runsBelow extraDepth: Int) -> TraceSink? {
+    lock.withLock {
       tracer.map {
         TraceSink(
           tracer: $0, token: tracerToken, mode: mode, depth: frames.count + extraDepth,

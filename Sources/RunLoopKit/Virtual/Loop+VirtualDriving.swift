@@ -10,7 +10,7 @@ extension Loop {
   /// Blocks in real time, in the mode's epoll set, until another thread brings something —
   /// a block or job (the wake-up eventfd), a port message, a ready descriptor — or until
   /// `deadline`. The mode's timer is never armed on a virtual loop, so time alone ends it only
-  /// at the deadline. Posters see `sleeping` and write the eventfd, as for a real sleep.
+  /// at the deadline. Posters see `asleep` and write the eventfd, as for a real sleep.
   func waitForOutsideWork(in name: Mode, until deadline: LoopClock.Instant) {
     guard let mode = lock.withLock({ try? modeLocked(name) }) else { return }
     // Drains a wake-up written for an earlier wait, and forgets that one was sent.
@@ -19,15 +19,20 @@ extension Loop {
       // A nested run's return asks the outer run to look again; that is not outside work.
       if wakeRequested && frames.isEmpty { return false }
       wakeRequested = false
-      guard !hasBlocksLocked(for: name) else { return false }
+      // Said before the last look at the posted blocks, as `commitToWait` does.
       sleeping = true
-      return true
+      asleep.store(true, ordering: .sequentiallyConsistent)
+      guard hasBlocksLocked(for: name) else { return true }
+      sleeping = false
+      asleep.store(false, ordering: .relaxed)
+      return false
     }
     guard waits else { return }
     let timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
     _ = try? epoll.wait(timeoutNanoseconds: timeout)
     lock.withLock {
       sleeping = false
+      asleep.store(false, ordering: .relaxed)
       // What the wait read stays in the kernel (level-triggered) for the next pass to find;
       // the eventfd is drained before the next wait.
       wakeFDReadable = true

@@ -13,6 +13,7 @@ extension Loop {
     // A wake-up asked for while the pass was busy (a posted block) is answered by not
     // sleeping, as `commitToWait` answers it.
     let poll = lock.withLock { () -> Bool in
+      if posted.hasWaiting || !blocks.isEmpty { return true }
       guard wakeRequested else { return asked }
       wakeRequested = false
       wakePending.store(false, ordering: .relaxed)
