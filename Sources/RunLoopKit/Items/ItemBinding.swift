@@ -3,7 +3,9 @@
 /// acquired while it is held, so taking it inside the loop's lock can never deadlock.
 final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lock`
   let lock = Lock()
-  private var state = BindingState()
+  /// Guarded by `lock` (so the runtime's exclusivity check, on the path of every delivery,
+  /// is left out).
+  @exclusivity(unchecked) private var state = BindingState()
   let kind: String
   /// The item's closures were given through `IsolatedLoop`: they let go of what they captured
   /// on the loop's thread only (see `Loop.releaseOnOwnThread`).

@@ -152,7 +152,7 @@ extension Loop {
         source.registrations[index].calledInLookEpoch = mode.lookEpoch
         mode.handlerCalledSinceLook = true
       }
-      if let drain = source.beforeNextWait { drainsBeforeWait.append(drain) }
+      if source.beforeNextWait != nil { drainsBeforeWait.append(source) }
     }
     return handler
   }

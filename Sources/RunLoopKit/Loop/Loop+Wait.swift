@@ -124,7 +124,7 @@ extension Loop {
   /// to wait on and the policy to wait by.
   func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
     if !drainsBeforeWait.isEmpty {
-      for drain in drainsBeforeWait { drain() }
+      for source in drainsBeforeWait { source.beforeNextWait?() }
       drainsBeforeWait.removeAll(keepingCapacity: true)
     }
     return lock.withLock {
@@ -250,6 +250,8 @@ extension Loop {
   ) -> (WakeResult, [LoopTracer.WakeCause]) {
     var result = WakeResult()
     var wokenBy: [LoopTracer.WakeCause] = []
+    // Read before the lock: the locked closure would capture (copy) the whole outcome.
+    let found = spin.found
     lock.withLock {
       sleeping = false
       asleep.store(false, ordering: .relaxed)
@@ -273,12 +275,18 @@ extension Loop {
           if naming { wokenBy.append(.timer) }
         }
       }
-      let spun = spin.found ?? []
-      for index in 0..<(spin.found?.count ?? wait.count) {
-        let event = spin.found == nil ? epoll.event(index) : spun[index]
-        let cause = classifyLocked(
-          event, in: mode, into: &result, counting: &causes, naming: naming)
-        if let cause { wokenBy.append(cause) }
+      if let found {
+        for event in found {
+          let cause = classifyLocked(
+            event, in: mode, into: &result, counting: &causes, naming: naming)
+          if let cause { wokenBy.append(cause) }
+        }
+      } else {
+        for index in 0..<wait.count {
+          let cause = classifyLocked(
+            epoll.event(index), in: mode, into: &result, counting: &causes, naming: naming)
+          if let cause { wokenBy.append(cause) }
+        }
       }
       if let slept = wait.slept { countWakeLocked(causes, slept: slept) }
       result.shedDue = mode.shedDue

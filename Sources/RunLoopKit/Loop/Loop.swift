@@ -113,7 +113,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var manualSourceBuffer: [(source: ManualSource, sequence: UInt64)] = []
   /// What the handlers called since the last wait left for before the next one (a port's
   /// eventfd drain). Only the loop's thread touches it.
-  @exclusivity(unchecked) var drainsBeforeWait: [@Sendable () -> Void] = []
+  /// The sources themselves, not their closures: an array of closures stores each behind a
+  /// reabstraction thunk, one allocation per append.
+  @exclusivity(unchecked) var drainsBeforeWait: [DescriptorSource] = []
   /// See `Metrics`; the fields kept elsewhere (waits, wake-ups sent, rebuilds) are filled in
   /// when a snapshot is taken.
   @exclusivity(unchecked) var counters = Metrics()
