@@ -223,9 +223,11 @@ struct DescriptorRegistration {
   /// report is checked before it is delivered, and a stale one is reported; once it has,
   /// only a report that comes back unconsumed is checked (see `Loop+Descriptors.swift`).
   var calledSinceConfirmed = false
-  /// The mode's `lookEpoch` when the handler was last called: equal to the epoch a look
-  /// closes, the call came after the previous look (`max`: never called).
-  var calledInLookEpoch = UInt64.max
+  /// The kernel confirmed the registration before the wait that brought this report, after
+  /// the handler's last call: the report is delivered without asking it again. Cleared by a
+  /// call and by anything that changes the registration (the first report after an add, a
+  /// new interest or a rebuild is checked, so a close in between is reported).
+  var deliverUnchecked = false
   /// A newer registration took this fd number in this mode: the fd was closed and its number
   /// reused, so this registration's file is not the one the number names (the delivery path
   /// reads this instead of hashing the number into `ModeState.tokenForDescriptor`).

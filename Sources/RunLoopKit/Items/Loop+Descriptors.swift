@@ -4,24 +4,20 @@ import CRunLoopShims
 /// their sources by order, with the checks that keep a closed or reused fd from reaching the
 /// wrong source or spinning the loop, and the epoll-set rebuild that sheds what `DEL` cannot.
 ///
-/// Why a delivery needs no syscall. The kernel keeps a registration for as long as its *file*
-/// is open, not its fd: a source whose fd was closed while a `dup` (or a child process) holds
-/// the file goes on being reported, level-triggered, for a file its handler can no longer
-/// read — a 100 % CPU spin, unless the loop notices. Asking the kernel (`Epoll.isRegistered`,
-/// an `epoll_ctl(MOD)`) before every delivery costs ~0.5 µs on the path from wake-up to
-/// handler, so the loop asks only when a report could come from a closed fd *and* no call
-/// has yet given its handler the chance to see it:
-/// - the first report after the kernel confirmed the registration (its add, a new interest, a
-///   rebuild, a check): a close in between would otherwise get a plain call; checked, it is
-///   reported as `invalidDescriptor`, the handler's one call after the close;
-/// - a report that comes back unconsumed: after a handler was called, the next wait first
-///   looks at the set without sleeping (`ModeState.lookEpoch`), and a source it reports
-///   again is checked. A healthy handler that drained its fd is not reported by that look, so
-///   it costs one `epoll_wait(0)` before the sleep, off the wake path; a stale one is, and is
-///   parked without another call (it had its one call already).
-/// So a closed source is called at most once more and never spins, and a busy one that stays
-/// ready pays the check it paid before. Ports and the library's own descriptors are never
-/// checked: the library closes them only after removing them.
+/// Why a delivery needs no syscall on the way to its handler. The kernel keeps a registration
+/// for as long as its *file* is open, not its fd: a source whose fd was closed while a `dup`
+/// (or a child process) holds the file goes on being reported, level-triggered, for a file its
+/// handler can no longer read — a 100 % CPU spin, unless the loop notices. Asking the kernel
+/// (`Epoll.isRegistered`, an `epoll_ctl(MOD)`) before every delivery put ~0.5 µs on the path
+/// from wake-up to handler. The loop asks after the call instead, before its next wait
+/// (`checkCalledSourcesLocked`): a registration confirmed there is delivered unchecked when it
+/// next reports (`DescriptorRegistration.deliverUnchecked`). A report that finds the source not
+/// confirmed since its last call — one reported again before any wait, a busy fd — is checked
+/// first, as is the first report after an add, a new interest or a rebuild, so a close before
+/// it is reported as `invalidDescriptor`. A source closed after a call gets at most one more
+/// (plain) call and is then parked, whoever drained its file meanwhile; it never spins. Ports
+/// and the library's own descriptors are never checked: the library closes them only after
+/// removing them.
 extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
   /// `woke` is what the wait returned: its events, the wait count it brought the loop to, the
@@ -77,8 +73,6 @@ extension Loop {
     var stale: [Delivery] = []
     var unattributed = false
     var parkedUnreported = false
-    // The look's events are examined now: its epoch ends (see `Loop.noteLook`).
-    if let epoch = woke.lookEpoch, epoch == mode.lookEpoch { mode.closeLookEpoch() }
     for event in woke.ready {
       guard let source = mode.descriptors[event.token],
         let index = source.registrations.firstIndex(where: { $0.token == event.token }),
@@ -95,10 +89,8 @@ extension Loop {
       }
       // Read in place: a copy of the registration would retain and release its mode.
       let called = source.registrations[index].calledSinceConfirmed
-      // Called since the look that returned this event, and reported by it again.
-      let unconsumed =
-        woke.lookEpoch.map { source.registrations[index].calledInLookEpoch == $0 } ?? false
-      let check = !called || unconsumed
+      let check = !source.registrations[index].deliverUnchecked
+      if check && !source.ownsDescriptor { deliveryChecks += 1 }
       let current =
         check
         ? isCurrentLocked(source, token: event.token, in: mode)
@@ -127,6 +119,26 @@ extension Loop {
     if !stale.isEmpty { deliveries = stale.sorted(by: byOrder) + deliveries }
   }
 
+  /// Before a wait: asks the kernel about each registration whose handler was called since
+  /// the mode's last wait. One still watching its file is confirmed (its next report goes to
+  /// the handler unchecked); a stale one is parked without another call (it had its call
+  /// since the close) and shed by the rebuild its next report sets off.
+  func checkCalledSourcesLocked(in mode: ModeState) {
+    guard !mode.calledSinceWait.isEmpty else { return }
+    for (source, token) in mode.calledSinceWait {
+      guard let index = source.registrations.firstIndex(where: { $0.token == token }),
+        !source.registrations[index].parked, source.registrations[index].calledSinceConfirmed
+      else { continue }
+      if isCurrentLocked(source, token: token, in: mode) {
+        source.registrations[index].calledSinceConfirmed = false
+        source.registrations[index].deliverUnchecked = true
+      } else {
+        markStaleLocked(source, token: token, in: mode)
+      }
+    }
+    mode.calledSinceWait.removeAll(keepingCapacity: mode.calledSinceWait.capacity <= 64)
+  }
+
   /// The handler to call for `delivery` now, or nil if it must be skipped.
   private func takeHandlerLocked(
     _ delivery: Delivery, _ generation: UInt64, in mode: ModeState
@@ -149,8 +161,8 @@ extension Loop {
       counters.sourcesHandled += 1
       if !source.ownsDescriptor {
         source.registrations[index].calledSinceConfirmed = true
-        source.registrations[index].calledInLookEpoch = mode.lookEpoch
-        mode.handlerCalledSinceLook = true
+        source.registrations[index].deliverUnchecked = false
+        mode.calledSinceWait.append((source, delivery.token))
       }
       if source.beforeNextWait != nil { drainsBeforeWait.append(source) }
     }
@@ -249,6 +261,7 @@ extension Loop {
       }
       if let index = source.registrations.firstIndex(where: { $0.token == token }) {
         source.registrations[index].calledSinceConfirmed = false
+        source.registrations[index].deliverUnchecked = false
       }
       live.append((source.fileDescriptor, mask, token))
     }

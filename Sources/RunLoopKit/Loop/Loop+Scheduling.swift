@@ -296,6 +296,7 @@ extension Loop {
         }
         // The kernel took the number as the registered file's: confirmed again.
         source.registrations[index].calledSinceConfirmed = false
+        source.registrations[index].deliverUnchecked = false
       }
     }
   }

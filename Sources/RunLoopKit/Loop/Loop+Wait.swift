@@ -21,10 +21,6 @@ extension Loop {
     var waitCount: UInt64 = 0
     /// When the wake-up that ended a sleep was asked for (`.adaptive` only).
     var wakeAskedAt: LoopClock.Instant?
-    /// When `ready` came from a look that did not sleep: the look epoch it was made in.
-    /// Sources called in that epoch that it reports again were not consumed, and are checked
-    /// before delivery (see `Loop+Descriptors.swift`).
-    var lookEpoch: UInt64?
   }
 
   /// What the kernel wait returned, and when the thread slept in it (nil for a poll).
@@ -61,14 +57,7 @@ extension Loop {
     }
     // The set is held for the whole wait: a rebuild may swap the mode's set meanwhile.
     let (epoll, policy) = prepareToWait(in: mode)
-    var spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
-    // After handlers were called, one look before sleeping tells consumed from not.
-    let lookedFirst = !poll && !spin.ran && mode.handlerCalledSinceLook
-    if lookedFirst { spin.found = lookOnce(at: epoll) }
-    // A look (first, or the spin's last) that found nothing shows that every handler called
-    // since consumed its descriptor: the epoch ends here, so what a sleep brings after it is
-    // new readiness, delivered without a check.
-    if (lookedFirst || spin.ran) && spin.found == nil { mode.closeLookEpoch() }
+    let spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
     // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
     // when the window ran out, on the way to a sleep.)
     let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
@@ -80,14 +69,8 @@ extension Loop {
       : KernelWait()
     // Asked for after the wait, so a tracer attached while the loop slept records that sleep.
     let sink = traceSink(mode.mode)
-    var (result, wokenBy) = sortOutWake(
+    let (result, wokenBy) = sortOutWake(
       spin: spin, wait: wait, from: epoll, in: mode, naming: sink != nil)
-    // The events come from a look that did not sleep (they carry its epoch): those a look
-    // before the wait found, or a wait that only looked. (A spin stopped by a posted block
-    // may not have looked at all: its empty list is no look.)
-    let foundByLook = spin.found.map { !$0.isEmpty } ?? false
-    let waitLooked = spin.found == nil && (commitment.sleptAt == nil || commitment.pollAfterSleep)
-    if foundByLook || waitLooked { noteLook(into: &result, in: mode) }
     if let sink { trace(spin, wait, wokenBy, to: sink) }
     if policy == .adaptive { learn(from: spin, wait, result) }
     return result
@@ -101,16 +84,6 @@ extension Loop {
     let start = spin.began ?? wait.slept?.start
     let arrival = spin.foundAt ?? result.wakeAskedAt
     if let start, let arrival { adaptiveSpin.record(gap: start.duration(to: arrival)) }
-  }
-
-  /// After a look that did not sleep: its events carry the look epoch, for the descriptor
-  /// phase to check the sources called in it that the look reported again; with no event,
-  /// every such source was consumed, and the epoch ends here. (Otherwise the descriptor phase
-  /// ends it when it examines them: a pass that skips that phase leaves the next wait to
-  /// look again, so an unconsumed source is never let through unchecked.)
-  func noteLook(into result: inout WakeResult, in mode: ModeState) {
-    result.lookEpoch = mode.lookEpoch
-    if result.ready.isEmpty { mode.closeLookEpoch() }
   }
 
   /// Events from one look at `epoll` that does not sleep, or nil when none is ready.
@@ -128,6 +101,7 @@ extension Loop {
       drainsBeforeWait.removeAll(keepingCapacity: true)
     }
     return lock.withLock {
+      checkCalledSourcesLocked(in: mode)
       if mode.timerNeedsArming { mode.rearmTimer() }
       // The wake-up eventfd is drained here, before the next wait, rather than right after
       // the wake: that keeps a read syscall off the path from wake-up to the posted work.

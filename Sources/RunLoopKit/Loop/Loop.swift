@@ -166,6 +166,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// How many times the loop asked the kernel whether a registration still watches its file
   /// (an `epoll_ctl` each; see `Loop+Descriptors.swift`), for tests.
   @exclusivity(unchecked) var registrationChecks = 0
+  /// How many of those were made on the way from a wake-up to a handler, for tests.
+  @exclusivity(unchecked) var deliveryChecks = 0
   /// The job running on the loop's thread and the work held back meanwhile (see
   /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
   @exclusivity(unchecked) var jobs = JobState()

@@ -20,20 +20,9 @@ final class ModeState {
   let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
   /// Registered descriptor sources, by epoll token.
   @exclusivity(unchecked) var descriptors = DescriptorTable()
-  /// Counts the looks at this set that did not sleep; a registration notes the count when
-  /// its handler is called (`calledInLookEpoch`), so the next look knows which of the sources
-  /// it reports were called before it and not consumed (see `Loop+Descriptors.swift`). Only
-  /// the loop's thread touches these two.
-  @exclusivity(unchecked) private(set) var lookEpoch: UInt64 = 0
-  /// A handler was called since the last look: the next wait looks before it sleeps.
-  @exclusivity(unchecked) var handlerCalledSinceLook = false
-
-  /// Ends the current look epoch: the sources called in it were looked at (see
-  /// `Loop.noteLook`).
-  func closeLookEpoch() {
-    handlerCalledSinceLook = false
-    lookEpoch &+= 1
-  }
+  /// The registrations whose handler was called since this mode's last wait, to be checked
+  /// before the next one (see `Loop+Descriptors.swift`). Guarded by the loop's lock.
+  @exclusivity(unchecked) var calledSinceWait: [(source: DescriptorSource, token: UInt64)] = []
   /// Which token currently owns each fd number in this epoll set. Needed because epoll
   /// identifies a registration by fd number on removal: if a source's fd was closed and the
   /// number reused by a newer source, removing the old source must not unregister the new one.

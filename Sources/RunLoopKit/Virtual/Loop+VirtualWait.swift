@@ -57,8 +57,6 @@ extension Loop {
       if let slept { countWakeLocked(causes, slept: slept) }
       result.shedDue = mode.shedDue
     }
-    // Every virtual wait is a look: sources reported again unconsumed are checked.
-    noteLook(into: &result, in: mode)
     if let sink, let slept {
       sink.record(
         .slept(wokenBy: wokenBy.isEmpty ? [.deadline] : wokenBy), from: slept.start,
