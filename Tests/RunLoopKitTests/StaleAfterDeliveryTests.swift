@@ -5,14 +5,14 @@ import Testing
 
 @testable import RunLoopKit
 
-/// Issue 25: deliveries ask the kernel nothing, so a descriptor closed *after* its source was
-/// delivered is noticed by the look the next wait makes (a report that comes back unconsumed),
-/// not before the call. Line 68 still holds: at most one more call, and no spin.
+/// Issue 25: deliveries ask the kernel nothing on the way to the handler, so a descriptor
+/// closed *after* its source was delivered is noticed by the check the loop makes after the
+/// call, before its next wait. Line 68 still holds: at most one more call, and no spin.
 extension RunLoopKitTests.StaleDescriptors {
   /// What the handler saw after `close` ran, how many passes the loop made from then on, the
   /// CPU its thread used over the run and the loop's stale count. The source is delivered
   /// once first (its fd healthy); a timer then calls `close` on the loop's thread while the
-  /// loop sleeps on a look that found the source consumed.
+  /// loop sleeps, the source confirmed after that call.
   static func closeAfterDelivery(
     _ close: @escaping @Sendable (_ watched: Int32, _ writeEnd: Int32) -> Void
   ) throws -> (afterClose: [DescriptorSource.Events], passes: Int, cpu: Duration, stale: Int) {
@@ -61,7 +61,7 @@ extension RunLoopKitTests.StaleDescriptors {
     }
     #expect(seen.afterClose.count <= 1, "handler saw \(seen.afterClose) after the close")
     #expect(seen.stale == 1)
-    // The pass that made the one call, the one whose look parks it, the sleep to the end.
+    // The pass that made the one call, the one whose rebuild sheds it, the sleep to the end.
     #expect(seen.passes <= 4, "\(seen.passes) passes after the close in \(Self.runLength)")
     #expect(seen.cpu < .milliseconds(50), "loop thread used \(seen.cpu) of CPU")
   }
@@ -101,7 +101,7 @@ extension RunLoopKitTests.StaleDescriptors {
     for _ in 0..<3 { writeByte(pipe.write) }
     let calls = Box(0)
     let stale = try onLoopThread { loop -> UInt64 in
-      // Reads one byte a call: the fd stays readable, so each look reports it again.
+      // Reads one byte a call: the fd stays readable, so each wait reports it again.
       let source = DescriptorSource(fileDescriptor: pipe.read) { _, events in
         #expect(events == .readable)
         calls.value += 1
@@ -231,6 +231,81 @@ extension RunLoopKitTests.StaleDescriptors {
     try thread.join()
     #expect(calls.value - 1 <= 1, "\(calls.value - 1) calls after the close")
     #expect(stale == 1)
+  }
+
+  @Test(
+    "68. A confirmed source closed behind its back, reported in a pass whose rebuild finds it stale, gets one call, not a report and a call"
+  )
+  func test_68_rebuildInTheSamePassCallsOnce() throws {
+    let watched = makePipe()
+    let other = makePipe()
+    let keepWatched = dup(watched.read)
+    let keepOther = dup(other.read)
+    defer {
+      for fd in [keepWatched, keepOther, watched.write, other.write] { close(fd) }
+    }
+    let afterClose = Box<[DescriptorSource.Events]>([])
+    let closed = Box(false)
+    try onLoopThread { loop in
+      let source = DescriptorSource(fileDescriptor: watched.read) { _, events in
+        if closed.value { afterClose.value.append(events) }
+        drain(watched.read)  // fails once the fd is closed
+      }
+      let doomed = DescriptorSource(fileDescriptor: other.read) { _, _ in }
+      try loop.add(source, to: .default)
+      try loop.add(doomed, to: .default)
+      writeByte(watched.write)
+      loop.run(for: .milliseconds(30))  // one call; the check before the next wait confirms it
+      try loop.add(
+        LoopTimer(after: .milliseconds(10)) { _ in
+          close(watched.read)
+          close(other.read)
+          // Its number closed, its registration cannot be removed: the next report of its
+          // file (kept by the dup) makes the pass rebuild the set.
+          doomed.invalidate()
+          closed.value = true
+          writeByte(watched.write)
+          writeByte(other.write)
+        }, to: .default)
+      loop.run(for: .milliseconds(60))
+      source.invalidate()
+    }
+    #expect(afterClose.value.count == 1, "after the close: \(afterClose.value)")
+  }
+
+  @Test(
+    "68. A source in two modes closed behind its back gets one more call in all, not one per mode"
+  )
+  func test_68_oneCallAcrossModes() throws {
+    let pipe = makePipe()
+    let keepOpen = dup(pipe.read)
+    defer {
+      close(keepOpen)
+      close(pipe.write)
+    }
+    let calls = Box(0)
+    let closed = Box(false)
+    let stale = try onLoopThread { loop -> UInt64 in
+      let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
+        if closed.value { calls.value += 1 }
+        drain(pipe.read)  // fails once the fd is closed
+      }
+      try loop.add(source, to: .default)
+      try loop.add(source, to: "tracking")
+      writeByte(pipe.write)
+      loop.run(for: .milliseconds(30))
+      writeByte(pipe.write)
+      loop.run(in: "tracking", for: .milliseconds(30))  // confirmed in both modes now
+      close(pipe.read)  // behind its back; the dup keeps the file, which becomes readable
+      closed.value = true
+      writeByte(pipe.write)
+      loop.run(for: .milliseconds(30))
+      loop.run(in: "tracking", for: .milliseconds(30))
+      source.invalidate()
+      return loop.metrics.staleDescriptors
+    }
+    #expect(calls.value <= 1, "\(calls.value) calls after the close")
+    #expect(stale >= 1)
   }
 }
 

@@ -216,12 +216,13 @@ struct DescriptorRegistration {
   /// interest is set again.
   var parked = false
   /// True when the fd was found to name another file than the one registered (closed, or
-  /// closed and reused): reported once as `invalidDescriptor`, then parked.
+  /// closed and reused): parked, after one `invalidDescriptor` report if the handler had not
+  /// been called since the last confirmation.
   var stale = false
-  /// The handler has been called since the kernel last confirmed that the fd names the file
-  /// that was registered (the add, a new interest, a rebuild, or a check). Until it has, a
-  /// report is checked before it is delivered, and a stale one is reported; once it has,
-  /// only a report that comes back unconsumed is checked (see `Loop+Descriptors.swift`).
+  /// The source's handler has been called (in any mode) since the kernel last confirmed that
+  /// the fd names the file that was registered here (the add, a new interest, a rebuild, or a
+  /// check). A registration found stale then is parked without a report: that call may have
+  /// been its one call after the close (see `Loop+Descriptors.swift`).
   var calledSinceConfirmed = false
   /// The kernel confirmed the registration before the wait that brought this report, after
   /// the handler's last call: the report is delivered without asking it again. Cleared by a

@@ -15,14 +15,16 @@ import CRunLoopShims
 /// confirmed since its last call — one reported again before any wait, a busy fd — is checked
 /// first, as is the first report after an add, a new interest or a rebuild, so a close before
 /// it is reported as `invalidDescriptor`. A source closed after a call gets at most one more
-/// (plain) call and is then parked, whoever drained its file meanwhile; it never spins. Ports
+/// (plain) call and is then parked, whoever drained its file meanwhile and in however many
+/// modes it is (a call marks its registrations in the other modes for a check on their next
+/// report); it never spins. Ports
 /// and the library's own descriptors are never checked: the library closes them only after
 /// removing them.
 extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
-  /// `woke` is what the wait returned: its events, the wait count it brought the loop to, the
-  /// sources to check again, and whether the mode should shed the registrations it could not
-  /// remove now, even with no event to handle (`WakeResult.shedDue`).
+  /// `woke` is what the wait returned: its events, the wait count it brought the loop to, and
+  /// whether the mode should shed the registrations it could not remove now, even with no
+  /// event to handle (`WakeResult.shedDue`).
   func handleDescriptors(_ woke: consuming WakeResult, in mode: ModeState, onlyOne: Bool) -> Bool {
     // The events' buffer goes back for the next wait to fill: a wake allocates no list.
     defer {
@@ -152,6 +154,9 @@ extension Loop {
     // from a mode takes its registration there away: no need to hash the token again.)
     let source = delivery.source
     guard let index = source.registrations.firstIndex(where: { $0.token == delivery.token }),
+      // Found stale since it was collected (by the rebuild of the same pass): its stale report,
+      // made first, was its one call.
+      delivery.stale || !source.registrations[index].stale,
       let handler = source.handler
     else { return nil }
     if !delivery.stale {
@@ -160,8 +165,13 @@ extension Loop {
       }
       counters.sourcesHandled += 1
       if !source.ownsDescriptor {
-        source.registrations[index].calledSinceConfirmed = true
-        source.registrations[index].deliverUnchecked = false
+        // A call counts for the source, not for one mode: its registrations in other modes
+        // are checked on their next report, so a close after this call gets no second call
+        // there (the check before this mode's next wait covers this one).
+        for other in source.registrations.indices {
+          source.registrations[other].calledSinceConfirmed = true
+          source.registrations[other].deliverUnchecked = false
+        }
         mode.calledSinceWait.append((source, delivery.token))
       }
       if source.beforeNextWait != nil { drainsBeforeWait.append(source) }
