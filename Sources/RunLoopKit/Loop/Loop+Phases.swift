@@ -46,31 +46,48 @@ extension Loop {
     // Nothing queued, the common case of a drain: no lock. (Only this thread adds to `blocks`
     // and `deferredBlocks`, so it may read them without the lock.)
     if blocks.isEmpty && deferredBlocks.isEmpty && !posted.mayHaveWaiting { return }
-    // Take the whole queue and sort it out with the lock released. The queue is swapped with
-    // the buffer the last drain emptied, so the blocks posted since (taken out of `posted`,
-    // in order) land in memory already allocated instead of a fresh array grown (1, 2, 4 …
-    // elements) after every drain.
-    // Locked by hand so `taken` stays the only reference to its buffer: a copy returned from a
-    // `withLock` closure would share it with the local it came from, and the first write to
-    // the buffer would then copy every block.
-    var taken = drainBuffer
-    drainBuffer = []
+    // A nested run in one of these blocks drains into a batch of its own.
+    let batch = spareBatch ?? DrainBatch()
+    spareBatch = nil
     // Every block posted before the drain began is taken: a post claimed and not yet written
     // is waited for (see `PostQueue`).
     let claimed = posted.claimed
     posted.waitForWrites(before: claimed)
+    var older: [QueuedBlock] = []
     lock.lock()
-    swap(&blocks, &taken)
-    // Room for them all, made once: appending would grow the array step by step, copying it
-    // each time.
-    taken.reserveCapacity(taken.count + posted.claims(before: claimed))
-    posted.take(appendingTo: &taken, before: claimed)
-    counters.blocksRun += UInt64(taken.count)  // the rare blocks kept are taken off again
+    swap(&blocks, &older)  // blocks put back ahead of the queue (jobs held by a nested run)
+    batch.reserve(posted.claims(before: claimed))
+    posted.take(into: batch, before: claimed)
+    counters.blocksRun += UInt64(older.count + batch.count)  // blocks kept are taken off again
     let commonModes = commonModeNames
     let anyDeferred = !deferredBlocks.isEmpty
     lock.unlock()
     let target = QueuedBlock.Target(mode.mode, commonModes: commonModes)
-    if anyDeferred {
+    if older.isEmpty && !anyDeferred && jobs.depth == 0 && batch.allApply(to: target) {
+      // The common drain: everything taken runs, in order, straight out of the batch.
+      if batch.count > 0 {
+        let sink = traceSink(mode.mode)
+        let began = sink?.now
+        let count = batch.count
+        batch.runAll()
+        sink?.record(.blocks(count: count), since: began)
+      }
+    } else {
+      var taken = older + batch.moveToArray()
+      sortOutAndRun(&taken, for: target, lookingAtDeferred: anyDeferred, in: mode)
+    }
+    // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.
+    if batch.capacity <= Loop.drainBufferLimit { spareBatch = batch }
+  }
+
+  /// The rest of a drain when it cannot simply run everything it took: deferred blocks that
+  /// now apply run first, blocks for other modes are set aside, executor jobs are held while
+  /// a job runs; then the rest runs.
+  private func sortOutAndRun(
+    _ taken: inout [QueuedBlock], for target: QueuedBlock.Target, lookingAtDeferred: Bool,
+    in mode: ModeState
+  ) {
+    if lookingAtDeferred {
       // Blocks kept for other modes are older than anything just taken: those that apply
       // here now run first. Looked at only when the target changed since a drain last found
       // none (only this thread adds to them, so they are still there).
@@ -96,18 +113,12 @@ extension Loop {
     }
     let held = holdJobsIfInsideJob(&taken)
     if held > 0 { lock.withLock { counters.blocksRun -= UInt64(held) } }
-    guard !taken.isEmpty else {
-      drainBuffer = taken
-      return
-    }
+    guard !taken.isEmpty else { return }
     let sink = traceSink(mode.mode)
     let began = sink?.now
     let count = taken.count
     runMovingOut(&taken)
     sink?.record(.blocks(count: count), since: began)
-    // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.
-    taken.removeAll(keepingCapacity: taken.capacity <= Loop.drainBufferLimit)
-    drainBuffer = taken
   }
 
   /// Takes the deferred blocks that apply to `target` out of `deferredBlocks`, in order; the

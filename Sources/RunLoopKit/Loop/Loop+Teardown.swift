@@ -40,10 +40,10 @@ extension Loop {
       // The drain's spare buffer goes too (room for up to `drainBufferLimit` blocks): an item
       // kept after teardown keeps this loop object alive.
       let retired: [Any] = [
-        Array(modes.values), blocks, deferredBlocks, drainBuffer, firingTimers,
+        Array(modes.values), blocks, deferredBlocks, spareBatch as Any, firingTimers,
         executorStorage as Any, spareEpoll as Any,
       ]
-      drainBuffer = []
+      spareBatch = nil
       executorStorage = nil
       spareEpoll = nil
       modes = [:]

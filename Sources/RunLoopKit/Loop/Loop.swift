@@ -58,13 +58,12 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Blocks taken out of `posted` and not yet drained, in the order posted (older than any
   /// block still in `posted`).
   @exclusivity(unchecked) var blocks: [QueuedBlock] = []
-  /// The buffer the last drain emptied, swapped in as the next `blocks` (see `performBlocks`).
-  /// Only the loop's own thread touches it.
-  @exclusivity(unchecked) var drainBuffer: [QueuedBlock] = []
-  /// The largest buffer a drain keeps (16 384 blocks, 640 KB). Four threads posting flat out
+  /// The batch the last drain emptied, for the next one (see `performBlocks`). Only the
+  /// loop's own thread touches it.
+  @exclusivity(unchecked) var spareBatch: DrainBatch?
+  /// The largest batch a drain keeps (16 384 blocks, 640 KB). Four threads posting flat out
   /// fill ~5 000 blocks per pass; with a lower limit (it was 4 096) every such drain let its
-  /// buffer go, and posters regrew the next one — copies and allocations under the lock —
-  /// which cost about a tenth of the throughput.
+  /// buffer go and the next one regrew it, which cost about a tenth of the throughput.
   static let drainBufferLimit = 16_384
   /// One frame per active `run` call, innermost last.
   @exclusivity(unchecked) var frames: [RunFrame] = []

@@ -321,6 +321,13 @@ extension Loop {
       take(before: end) { queue.append($0.move()) }
     }
 
+    /// On the loop's thread, with the loop's lock held: as `take(appendingTo:before:)`, into a
+    /// drain's batch (room for `claims(before: end)` blocks made first).
+    @discardableResult
+    func take(into batch: DrainBatch, before end: UInt) -> Int {
+      take(before: end) { batch.append(moving: $0) }
+    }
+
     /// With the loop's lock held: how many slots were claimed before `end` and not taken (an
     /// upper bound: a position per block stands for no slot).
     func claims(before end: UInt) -> Int { Int(end - headPosition) }

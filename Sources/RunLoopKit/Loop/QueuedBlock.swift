@@ -28,9 +28,45 @@ extension Loop {
       init(_ modes: [Mode]) {
         self = modes.count == 1 ? Modes(modes[0]) : .list(modes)
       }
+
+      /// Whether a block for these modes runs in a drain for `target`. Borrowed in place: a
+      /// drain asks it of every block it took.
+      func applies(to target: Target) -> Bool {
+        switch self {
+        case .common, .executorJob: return target.isCommon
+        case .defaultMode: return target.isDefault
+        case .one(let wanted): return target.matches(wanted)
+        case .list(let wanted): return wanted.contains(where: target.matches)
+        case .any: return true
+        }
+      }
     }
     let modes: Modes
+    /// `modes` in one byte for the common cases: a drain asks every block it took whether it
+    /// applies, and reading the enum (whose payload holds a String) copies it through an
+    /// outlined function, ~30 instructions a block.
+    let simpleModes: SimpleModes
     let block: () -> Void
+
+    enum SimpleModes: UInt8 {
+      /// `.common` or an executor job.
+      case common
+      case defaultMode
+      case any
+      /// Named modes: ask `modes`.
+      case named
+    }
+
+    init(modes: Modes, block: @escaping () -> Void) {
+      self.modes = modes
+      switch modes {
+      case .common, .executorJob: simpleModes = .common
+      case .defaultMode: simpleModes = .defaultMode
+      case .any: simpleModes = .any
+      case .one, .list: simpleModes = .named
+      }
+      self.block = block
+    }
 
     /// What a drain asks of every block: worked out once per drain, so the two common cases
     /// compare no mode names per block.
@@ -51,13 +87,13 @@ extension Loop {
       }
     }
 
+    @inline(__always)
     func applies(to target: Target) -> Bool {
-      switch modes {
-      case .common, .executorJob: return target.isCommon
+      switch simpleModes {
+      case .common: return target.isCommon
       case .defaultMode: return target.isDefault
-      case .one(let wanted): return target.matches(wanted)
-      case .list(let wanted): return wanted.contains(where: target.matches)
       case .any: return true
+      case .named: return modes.applies(to: target)
       }
     }
 
