@@ -16,12 +16,8 @@ extension RunLoopKitTests.StaleDescriptors {
   static func closeAfterDelivery(
     _ close: @escaping @Sendable (_ watched: Int32, _ writeEnd: Int32) -> Void
   ) throws -> (afterClose: [DescriptorSource.Events], passes: Int, cpu: Duration, stale: Int) {
-    let pipe = makePipe()
-    let keepOpen = dup(pipe.read)
-    defer {
-      Glibc.close(keepOpen)
-      Glibc.close(pipe.write)
-    }
+    let pipe = DupedPipe()
+    defer { pipe.closeKept() }
     let closed = Box(false)
     let afterClose = Box<[DescriptorSource.Events]>([])
     let passes = Box(0)
@@ -123,15 +119,11 @@ extension RunLoopKitTests.StaleDescriptors {
   }
 
   @Test(
-    "68. A stale source reported by a look whose pass returns before the descriptor phase is still checked by the next wait, not called again"
+    "68. A stale source whose pass returns before the descriptor phase is still checked before the next wait, not called again"
   )
   func test_68_skippedLookIsLookedAgain() throws {
-    let pipe = makePipe()
-    let keepOpen = dup(pipe.read)
-    defer {
-      close(keepOpen)
-      close(pipe.write)
-    }
+    let pipe = DupedPipe()
+    defer { pipe.closeKept() }
     let calls = Box(0)
     let stale = try onLoopThread { loop -> UInt64 in
       let manual = ManualSource {}
@@ -197,17 +189,13 @@ extension RunLoopKitTests.StaleDescriptors {
     "68. A descriptor closed while a dup keeps its file, whose readiness someone else drains through the dup, gets at most one more call"
   )
   func test_68_drainedThroughADup() throws {
-    let pipe = makePipe()
-    let keep = dup(pipe.read)
-    defer {
-      close(keep)
-      close(pipe.write)
-    }
+    let pipe = DupedPipe()
+    defer { pipe.closeKept() }
     let calls = Counter()
     let thread = try ResidentThread(name: "dup-drain")
     // The handler drains the file through the dup, as another reader of it would.
     let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in
-      drain(keep)
+      drain(pipe.kept)
       _ = calls.increment()
     }
     try thread.loop.add(source, to: .default)
@@ -222,7 +210,7 @@ extension RunLoopKitTests.StaleDescriptors {
       #expect(
         waitUntil {
           thread.loop.isWaiting
-            && (unreadBytes(keep) == 0 || thread.loop.metrics.staleDescriptors > 0)
+            && (unreadBytes(pipe.kept) == 0 || thread.loop.metrics.staleDescriptors > 0)
         })
     }
     let stale = thread.loop.metrics.staleDescriptors
@@ -277,12 +265,8 @@ extension RunLoopKitTests.StaleDescriptors {
     "68. A source in two modes closed behind its back gets one more call in all, not one per mode"
   )
   func test_68_oneCallAcrossModes() throws {
-    let pipe = makePipe()
-    let keepOpen = dup(pipe.read)
-    defer {
-      close(keepOpen)
-      close(pipe.write)
-    }
+    let pipe = DupedPipe()
+    defer { pipe.closeKept() }
     let calls = Box(0)
     let closed = Box(false)
     let stale = try onLoopThread { loop -> UInt64 in
@@ -306,6 +290,25 @@ extension RunLoopKitTests.StaleDescriptors {
     }
     #expect(calls.value <= 1, "\(calls.value) calls after the close")
     #expect(stale >= 1)
+  }
+}
+
+/// A pipe whose read end has a `dup`, as a child process would hold it: closing the read end
+/// leaves the file open, and the kernel goes on reporting it.
+struct DupedPipe {
+  let read: Int32
+  let write: Int32
+  let kept: Int32
+
+  init() {
+    let pipe = makePipe()
+    (read, write, kept) = (pipe.read, pipe.write, dup(pipe.read))
+  }
+
+  /// Closes the dup and the write end (the read end is the test's to close).
+  func closeKept() {
+    close(kept)
+    close(write)
   }
 }
 
