@@ -53,6 +53,16 @@ extension Loop {
       for index in 0..<held { (base + index).move().block() }
     }
 
+    /// Appends `blocks`, in order (a drain that had to sort its blocks out puts back those
+    /// that run now).
+    func append(contentsOf blocks: consuming [QueuedBlock]) {
+      reserve(blocks.count)
+      for block in blocks {
+        (base + count).initialize(to: block)
+        count += 1
+      }
+    }
+
     /// Hands the blocks held over as an array, in order, and leaves the batch empty.
     func moveToArray() -> [QueuedBlock] {
       let held = count

@@ -63,29 +63,29 @@ extension Loop {
     let anyDeferred = !deferredBlocks.isEmpty
     lock.unlock()
     let target = QueuedBlock.Target(mode.mode, commonModes: commonModes)
-    if older.isEmpty && !anyDeferred && jobs.depth == 0 && batch.allApply(to: target) {
-      // The common drain: everything taken runs, in order, straight out of the batch.
-      if batch.count > 0 {
-        let sink = traceSink(mode.mode)
-        let began = sink?.now
-        let count = batch.count
-        batch.runAll()
-        sink?.record(.blocks(count: count), since: began)
-      }
-    } else {
+    // The common drain runs everything it took; otherwise the blocks are sorted out first,
+    // and those that run now go back into the batch.
+    if !(older.isEmpty && !anyDeferred && jobs.depth == 0 && batch.allApply(to: target)) {
       var taken = older + batch.moveToArray()
-      sortOutAndRun(&taken, for: target, lookingAtDeferred: anyDeferred, in: mode)
+      sortOut(&taken, for: target, lookingAtDeferred: anyDeferred)
+      batch.append(contentsOf: consume taken)
+    }
+    if batch.count > 0 {
+      let sink = traceSink(mode.mode)
+      let began = sink?.now
+      let count = batch.count
+      batch.runAll()
+      sink?.record(.blocks(count: count), since: began)
     }
     // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.
     if batch.capacity <= Loop.drainBufferLimit { spareBatch = batch }
   }
 
-  /// The rest of a drain when it cannot simply run everything it took: deferred blocks that
-  /// now apply run first, blocks for other modes are set aside, executor jobs are held while
-  /// a job runs; then the rest runs.
-  private func sortOutAndRun(
-    _ taken: inout [QueuedBlock], for target: QueuedBlock.Target, lookingAtDeferred: Bool,
-    in mode: ModeState
+  /// What a drain does when it cannot simply run everything it took: deferred blocks that
+  /// now apply go first, blocks for other modes are set aside, executor jobs are held while
+  /// a job runs. `taken` is left with the blocks to run now, in order.
+  private func sortOut(
+    _ taken: inout [QueuedBlock], for target: QueuedBlock.Target, lookingAtDeferred: Bool
   ) {
     if lookingAtDeferred {
       // Blocks kept for other modes are older than anything just taken: those that apply
@@ -113,12 +113,6 @@ extension Loop {
     }
     let held = holdJobsIfInsideJob(&taken)
     if held > 0 { lock.withLock { counters.blocksRun -= UInt64(held) } }
-    guard !taken.isEmpty else { return }
-    let sink = traceSink(mode.mode)
-    let began = sink?.now
-    let count = taken.count
-    runMovingOut(&taken)
-    sink?.record(.blocks(count: count), since: began)
   }
 
   /// Takes the deferred blocks that apply to `target` out of `deferredBlocks`, in order; the
@@ -129,28 +123,6 @@ extension Loop {
     let due = deferredBlocks.filter { $0.applies(to: target) }
     deferredBlocks.removeAll { $0.applies(to: target) }
     return due
-  }
-
-  /// Runs every block in `queue`, in order, moving each out of the array first, and leaves
-  /// the array empty. Each block is then released once, right after it ran — so what it
-  /// captured goes before the next block runs — instead of being retained for the call and
-  /// released twice, after it and when the array is emptied. The array is reversed first so
-  /// that each block comes out with `popLast`, which leaves nothing behind: a stand-in left in
-  /// each slot cost ~50 instructions a block to make and destroy (callgrind).
-  private func runMovingOut(_ queue: inout [QueuedBlock]) {
-    // Reversed by moving memory: the generic `reverse()` cost ~100 instructions a block.
-    queue.withUnsafeMutableBufferPointer { slots in
-      guard var low = slots.baseAddress, slots.count > 1 else { return }
-      var high = low + (slots.count - 1)
-      while low < high {
-        let lowBlock = low.move()
-        low.moveInitialize(from: high, count: 1)
-        high.initialize(to: lowBlock)
-        low += 1
-        high -= 1
-      }
-    }
-    while let queued = queue.popLast() { queued.block() }
   }
 
   // MARK: Manual sources
