@@ -17,9 +17,8 @@ import CRunLoopShims
 /// it is reported as `invalidDescriptor`. A source closed after a call gets at most one more
 /// (plain) call and is then parked, whoever drained its file meanwhile and in however many
 /// modes it is (a call marks its registrations in the other modes for a check on their next
-/// report); it never spins. Ports
-/// and the library's own descriptors are never checked: the library closes them only after
-/// removing them.
+/// report); it never spins. Ports and the library's own descriptors are never checked: the
+/// library closes them only after removing them.
 extension Loop {
   /// Calls the handler of each ready descriptor source, by order. Returns whether any ran.
   /// `woke` is what the wait returned: its events, the wait count it brought the loop to, and
@@ -261,15 +260,16 @@ extension Loop {
       else { continue }
       // Re-adding by number would quietly move a source whose fd was closed and reused onto
       // the new file; one whose number no longer names its file stays out, parked as stale.
+      let index = source.registrations.firstIndex { $0.token == token }
       guard let mask = currentMaskLocked(source, token: token, in: mode) else {
-        let called = source.registrations.contains { $0.token == token && $0.calledSinceConfirmed }
+        let called = index.map { source.registrations[$0].calledSinceConfirmed } ?? false
         markStaleLocked(source, token: token, in: mode)
         // As in `collectDeliveriesLocked`: a handler called since the last confirmation may
         // have had its one call after the close already.
         if !called { stale.append((source, token)) }
         continue
       }
-      if let index = source.registrations.firstIndex(where: { $0.token == token }) {
+      if let index {
         source.registrations[index].calledSinceConfirmed = false
         source.registrations[index].deliverUnchecked = false
       }

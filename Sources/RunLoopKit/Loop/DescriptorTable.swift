@@ -6,8 +6,10 @@
 /// mode rarely share a cache slot.
 struct DescriptorTable {
   private var sources: [UInt64: DescriptorSource] = [:]
-  /// Slot `token % cacheSize` holds the last source stored or found under a token with that
-  /// remainder, or nothing; never a token the dictionary does not hold.
+  /// Slot `token % cacheSize` holds the last source stored under a token with that remainder,
+  /// or nothing; never a token the dictionary does not hold. A lookup that misses does not
+  /// fill it, so of two sources whose tokens share a slot, the older is always looked up in
+  /// the dictionary.
   private var cache = [(token: UInt64, source: DescriptorSource?)](
     repeating: (0, nil), count: DescriptorTable.cacheSize)
   private static let cacheSize = 16
