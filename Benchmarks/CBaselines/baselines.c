@@ -3,10 +3,13 @@
 #define _GNU_SOURCE
 #include "CBenchBaselines.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,16 +33,42 @@ void crb_spin_ns(int64_t ns) {
   }
 }
 
+static void set_all_cpus(cpu_set_t *set) {
+  CPU_ZERO(set);
+  long count = sysconf(_SC_NPROCESSORS_CONF);
+  for (long index = 0; index < count && index < CPU_SETSIZE; index++) CPU_SET(index, set);
+}
+
 int crb_pin_self(int cpu) {
   cpu_set_t set;
-  CPU_ZERO(&set);
   if (cpu >= 0) {
+    CPU_ZERO(&set);
     CPU_SET(cpu, &set);
   } else {
-    long count = sysconf(_SC_NPROCESSORS_CONF);
-    for (long index = 0; index < count && index < CPU_SETSIZE; index++) CPU_SET(index, &set);
+    set_all_cpus(&set);
   }
   return sched_setaffinity(0, sizeof set, &set) == 0 ? 0 : errno;
+}
+
+// A thread inherits its creator's affinity, and the threads a wake case pins outlive it (the
+// resident targets, Dispatch's and the Swift runtime's pool workers, which may carry on the
+// bench's own code after an await): one pinned thread would put every thread created after
+// it, and the CPU-bound studies run on them, on one CPU.
+int crb_unpin_every_thread(void) {
+  cpu_set_t set;
+  set_all_cpus(&set);
+  DIR *tasks = opendir("/proc/self/task");
+  if (!tasks) return errno;
+  int failure = 0;
+  struct dirent *entry;
+  while ((entry = readdir(tasks)) != NULL) {
+    if (entry->d_name[0] == '.') continue;
+    pid_t tid = (pid_t)strtol(entry->d_name, NULL, 10);
+    // A thread that exited since the listing is no failure.
+    if (sched_setaffinity(tid, sizeof set, &set) != 0 && errno != ESRCH) failure = errno;
+  }
+  closedir(tasks);
+  return failure;
 }
 
 int crb_current_cpu(void) { return sched_getcpu(); }

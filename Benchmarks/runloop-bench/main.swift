@@ -23,6 +23,11 @@ if options.wants("wake") {
 if options.wants("spin") {
   report.spin = try SpinWindowStudy.run(options, progress: progress)
 }
+// The two studies above pin threads that outlive them, and this code may carry on after the
+// await on one of them; the studies below say "unpinned" and must be: every thread they create
+// inherits its creator's CPUs.
+let unpinned = crb_unpin_every_thread()
+precondition(unpinned == 0, "unpinning the bench's threads failed with errno \(unpinned)")
 if options.wants("idle") {
   report.idle = try ThreadCostStudy.idle(options, progress: progress)
 }

@@ -18,6 +18,9 @@
 /// Pins the calling thread to `cpu`, or lets it run anywhere with -1. Returns 0 or an errno.
 int crb_pin_self(int cpu);
 
+/// Lets every thread of the process run on any CPU again. Returns 0 or the last errno.
+int crb_unpin_every_thread(void);
+
 /// The CPU the calling thread runs on now.
 int crb_current_cpu(void);
 
