@@ -39,22 +39,29 @@ extension Loop {
     // A buffer kept from the last pass (a nested run in a handler takes a fresh one).
     var deliveries = deliveryBuffer
     deliveryBuffer = []
-    lock.withLock { collectDeliveriesLocked(woke, into: &deliveries, in: mode) }
+    // The first handler is taken under the lock that collected it: one lock, not two, between
+    // a wake and its handler. (Locked by hand: a closure handed out of the generic `withLock`
+    // is re-abstracted, which allocates a thunk on every delivery.)
+    lock.lock()
+    collectDeliveriesLocked(woke, into: &deliveries, in: mode)
+    var taken = deliveries.isEmpty ? nil : takeHandlerLocked(deliveries[0], generation, in: mode)
+    lock.unlock()
     let sink = deliveries.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
-    for delivery in deliveries {
-      // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted, which
-      // allocates a thunk on every delivery.
-      lock.lock()
-      let handler = takeHandlerLocked(delivery, generation, in: mode)
-      lock.unlock()
-      guard let handler else { continue }
+    for index in deliveries.indices {
+      let delivery = deliveries[index]
+      if index > 0 {
+        lock.lock()
+        taken = takeHandlerLocked(delivery, generation, in: mode)
+        lock.unlock()
+      }
+      guard let (source, handler) = taken.take() else { continue }
       let events =
         delivery.stale
         ? [.error, .invalidDescriptor] : DescriptorSource.events(fromEpoll: delivery.raw)
       let began = sink?.now
-      handler(delivery.source, events)
-      sink?.record(delivery.source.traceKind(events), since: began)
+      handler(source, events)
+      sink?.record(source.traceKind(events), since: began)
       // A stale report tells the source about its own misuse; it is not the source firing,
       // so it neither counts as a handled source nor ends a pass that stops after one.
       if delivery.stale { continue }
@@ -75,10 +82,16 @@ extension Loop {
     var unattributed = false
     var parkedUnreported = false
     for event in woke.ready {
-      guard let source = mode.descriptors[event.token],
-        let index = source.registrations.firstIndex(where: { $0.token == event.token }),
-        !source.registrations[index].parked
-      else {
+      // Read in place: attributing an event takes no reference to its source.
+      let attribution =
+        mode.descriptors.withSource(event.token) { source in
+          attributeLocked(event, to: source, in: mode)
+        } ?? .unwatched
+      switch attribution {
+      case .deliver(let delivery): deliveries.append(delivery)
+      case .stale(let delivery): stale.append(delivery)
+      case .staleAfterCall: parkedUnreported = true
+      case .unwatched:
         // No source watches this token now. Either its registration was removed or let go
         // after this wait read the event (an earlier handler of this pass closed, invalidated
         // or parked the source: the event is stale, and dropped; if the kernel still holds
@@ -86,38 +99,56 @@ extension Loop {
         // still reported: a registration that outlived its fd number, which only a new set
         // sheds.
         if mode.isLiveUntracked(event.token, reportedBy: woke.waitCount) { unattributed = true }
-        continue
       }
-      // Read in place: a copy of the registration would retain and release its mode.
-      let called = source.registrations[index].calledSinceConfirmed
-      let check = !source.registrations[index].deliverUnchecked
-      if check && !source.ownsDescriptor { deliveryChecks += 1 }
-      let current =
-        check
-        ? isCurrentLocked(source, token: event.token, in: mode)
-        : source.ownsDescriptor || !source.registrations[index].superseded
-      guard current else {
-        markStaleLocked(source, token: event.token, in: mode)
-        // Reported only if the handler has not been called since the kernel last confirmed
-        // the fd: otherwise that call may already have been its one call after the close.
-        if called {
-          parkedUnreported = true
-        } else {
-          stale.append(Delivery(source: source, token: event.token, stale: true))
-        }
-        continue
-      }
-      if check { source.registrations[index].calledSinceConfirmed = false }
-      deliveries.append(Delivery(source: source, token: event.token, raw: event.events))
     }
     // epoll_ctl(DEL) cannot name a file whose fd number we no longer own, so one rebuild
     // sheds all of them, and finds any other registration gone stale on the way.
     if unattributed || !stale.isEmpty || parkedUnreported || mode.shedDue {
-      stale += rebuildEpollSetLocked(mode).map { Delivery(source: $0, token: $1, stale: true) }
+      stale += rebuildEpollSetLocked(mode).map {
+        Delivery(token: $1, order: $0.order, stale: true)
+      }
     }
-    let byOrder = { (a: Delivery, b: Delivery) in a.source.order < b.source.order }
+    let byOrder = { (a: Delivery, b: Delivery) in a.order < b.order }
     if deliveries.count > 1 { deliveries.sort(by: byOrder) }
     if !stale.isEmpty { deliveries = stale.sorted(by: byOrder) + deliveries }
+  }
+
+  /// What the descriptor phase makes of one event for `source`, the source its token names.
+  private enum Attribution {
+    case deliver(Delivery)
+    /// The registration no longer watches the file its fd names: reported to the handler.
+    case stale(Delivery)
+    /// Stale, but the handler was called since the kernel last confirmed it: not reported.
+    case staleAfterCall
+    /// No registration of a source watches the token (removed, or parked).
+    case unwatched
+  }
+
+  /// Attributes `event` to `source`, checking first (with the kernel) a registration not
+  /// confirmed since its last call; a stale one is parked.
+  private func attributeLocked(
+    _ event: Epoll.Event, to source: DescriptorSource, in mode: ModeState
+  ) -> Attribution {
+    guard let index = source.registrations.firstIndex(where: { $0.token == event.token }),
+      !source.registrations[index].parked
+    else { return .unwatched }
+    // Read in place: a copy of the registration would retain and release its mode.
+    let called = source.registrations[index].calledSinceConfirmed
+    let check = !source.registrations[index].deliverUnchecked
+    if check && !source.ownsDescriptor { deliveryChecks += 1 }
+    let current =
+      check
+      ? isCurrentLocked(source, token: event.token, in: mode)
+      : source.ownsDescriptor || !source.registrations[index].superseded
+    guard current else {
+      markStaleLocked(source, token: event.token, in: mode)
+      // Reported only if the handler has not been called since the kernel last confirmed
+      // the fd: otherwise that call may already have been its one call after the close.
+      if called { return .staleAfterCall }
+      return .stale(Delivery(token: event.token, order: source.order, stale: true))
+    }
+    if check { source.registrations[index].calledSinceConfirmed = false }
+    return .deliver(Delivery(token: event.token, order: source.order, raw: event.events))
   }
 
   /// Before a wait: asks the kernel about each registration whose handler was called since
@@ -126,8 +157,9 @@ extension Loop {
   /// since the close) and shed by the rebuild its next report sets off.
   func checkCalledSourcesLocked(in mode: ModeState) {
     guard !mode.calledSinceWait.isEmpty else { return }
-    for (source, token) in mode.calledSinceWait {
-      guard let index = source.registrations.firstIndex(where: { $0.token == token }),
+    for token in mode.calledSinceWait {
+      guard let source = mode.descriptors[token],
+        let index = source.registrations.firstIndex(where: { $0.token == token }),
         !source.registrations[index].parked, source.registrations[index].calledSinceConfirmed
       else { continue }
       if isCurrentLocked(source, token: token, in: mode) {
@@ -140,19 +172,19 @@ extension Loop {
     mode.calledSinceWait.removeAll(keepingCapacity: mode.calledSinceWait.capacity <= 64)
   }
 
-  /// The handler to call for `delivery` now, or nil if it must be skipped.
+  /// The source of `delivery` and the handler to call now, or nil if it must be skipped.
   private func takeHandlerLocked(
     _ delivery: Delivery, _ generation: UInt64, in mode: ModeState
-  ) -> DescriptorSource.Handler? {
+  ) -> (DescriptorSource, DescriptorSource.Handler)? {
     // A nested run inside an earlier handler of this pass (a timer's or a descriptor's) has
     // waited (and maybe served this source) since these events were read; epoll is
     // level-triggered, so whatever is still ready will be reported again on the next wait.
     // (A stale fd is reported now or never.)
-    guard delivery.stale || waitGeneration == generation else { return nil }
-    // An earlier handler may have removed or invalidated this source. (Removing a source
-    // from a mode takes its registration there away: no need to hash the token again.)
-    let source = delivery.source
-    guard let index = source.registrations.firstIndex(where: { $0.token == delivery.token }),
+    guard delivery.stale || waitGeneration == generation,
+      // An earlier handler may have removed this source from the mode (its token is then
+      // gone from the table; tokens are never reused) or invalidated it.
+      let source = mode.descriptors[delivery.token],
+      let index = source.registrations.firstIndex(where: { $0.token == delivery.token }),
       // Found stale since it was collected (by the rebuild of the same pass): its stale report,
       // made first, was its one call.
       delivery.stale || !source.registrations[index].stale,
@@ -171,17 +203,21 @@ extension Loop {
           source.registrations[other].calledSinceConfirmed = true
           source.registrations[other].deliverUnchecked = false
         }
-        mode.calledSinceWait.append((source, delivery.token))
+        mode.calledSinceWait.append(delivery.token)
       }
       if source.beforeNextWait != nil { drainsBeforeWait.append(source) }
     }
-    return handler
+    return (source, handler)
   }
 
   /// One event to hand to a descriptor source: its epoll bits, or a stale-descriptor report.
+  /// It names the registration by token, not the source: the mode's table holds the source
+  /// (and no longer has it once it is removed), so collecting, sorting and dropping
+  /// deliveries counts no references.
   struct Delivery {
-    let source: DescriptorSource
     let token: UInt64
+    /// The source's `order`, by which deliveries are sorted.
+    let order: Int
     var raw: UInt32 = 0
     var stale = false
   }

@@ -288,15 +288,17 @@ extension Loop {
       // when there is a descriptor event to hand over.
       if result.ready.capacity == 0 { swap(&result.ready, &readyBuffer) }
       result.ready.append(event)
-      let source = mode.descriptors[event.token]
-      if source?.isMainQueue == true {
+      // Read in place: the wake path takes no reference to the source here.
+      let kind = mode.descriptors.withSource(event.token) { ($0.isMainQueue, $0.isPort) }
+      if kind?.0 == true {
         causes.mainQueue = 1
-      } else if source?.isPort == true {
+      } else if kind?.1 == true {
         causes.port = 1
       } else {
         causes.descriptor = 1
       }
-      return naming ? source?.wakeCause ?? .unregisteredDescriptor : nil
+      guard naming else { return nil }
+      return mode.descriptors.withSource(event.token) { $0.wakeCause } ?? .unregisteredDescriptor
     }
   }
 

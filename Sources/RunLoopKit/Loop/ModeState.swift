@@ -19,10 +19,11 @@ final class ModeState {
 
   let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
   /// Registered descriptor sources, by epoll token.
-  @exclusivity(unchecked) var descriptors = DescriptorTable()
-  /// The registrations whose handler was called since this mode's last wait, to be checked
-  /// before the next one (see `Loop+Descriptors.swift`). Guarded by the loop's lock.
-  @exclusivity(unchecked) var calledSinceWait: [(source: DescriptorSource, token: UInt64)] = []
+  let descriptors = DescriptorTable()
+  /// The tokens of the registrations whose handler was called since this mode's last wait,
+  /// to be checked before the next one (see `Loop+Descriptors.swift`); a token no longer in
+  /// `descriptors` was removed meanwhile and needs no check. Guarded by the loop's lock.
+  @exclusivity(unchecked) var calledSinceWait: [UInt64] = []
   /// Which token currently owns each fd number in this epoll set. Needed because epoll
   /// identifies a registration by fd number on removal: if a source's fd was closed and the
   /// number reused by a newer source, removing the old source must not unregister the new one.
