@@ -16,6 +16,7 @@ extension Loop {
       // Create the mode first: if that fails the set is unchanged and a retry can succeed.
       let mode = try modeLocked(name)
       commonModeNames.append(name)
+      mode.isCommon = true
       for item in commonItems.inOrder where !item.isMember(of: mode) {
         do throws(LoopError) {
           if let callout = try item.attachLocked(to: mode, of: self) { callouts.append(callout) }

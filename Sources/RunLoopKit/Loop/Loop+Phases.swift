@@ -55,14 +55,15 @@ extension Loop {
     posted.waitForWrites(before: claimed)
     var older: [QueuedBlock] = []
     lock.lock()
-    swap(&blocks, &older)  // blocks put back ahead of the queue (jobs held by a nested run)
+    // Blocks put back ahead of the queue (jobs held by a nested run), rarely any.
+    if !blocks.isEmpty { swap(&blocks, &older) }
     batch.reserve(posted.claims(before: claimed))
     posted.take(into: batch, before: claimed)
     counters.blocksRun += UInt64(older.count + batch.count)  // blocks kept are taken off again
-    let commonModes = commonModeNames
+    let isCommon = mode.isCommon
     let anyDeferred = !deferredBlocks.isEmpty
     lock.unlock()
-    let target = QueuedBlock.Target(mode.mode, commonModes: commonModes)
+    let target = QueuedBlock.Target(mode.mode, isCommon: isCommon)
     // The common drain runs everything it took; otherwise the blocks are sorted out first,
     // and those that run now go back into the batch.
     if !(older.isEmpty && !anyDeferred && jobs.depth == 0 && batch.allApply(to: target)) {

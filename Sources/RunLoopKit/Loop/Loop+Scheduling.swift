@@ -330,6 +330,7 @@ extension Loop {
     try checkUsableLocked(name)
     let mode = try ModeState(
       mode: name, wakeFD: try wakeFDLocked(), isVirtual: virtualClock != nil)
+    if commonModeNames.contains(name) { mode.isCommon = true }
     modes[name] = mode
     lastModeFound = Unmanaged.passUnretained(mode)
     return mode

@@ -67,8 +67,13 @@ final class ModeState {
   let isVirtual: Bool
   private var virtualDeadline: LoopClock.Instant?
 
+  /// Whether the mode is in the loop's common set (`.default` always is; a mode joins with
+  /// `addCommonMode` and never leaves). Kept here so a drain need not search the set.
+  @exclusivity(unchecked) var isCommon: Bool
+
   init(mode: Loop.Mode, wakeFD: EventFD, isVirtual: Bool = false) throws(LoopError) {
     self.mode = mode
+    isCommon = mode.predefined == .defaultMode
     self.isVirtual = isVirtual
     epoll = try Epoll()
     timerFD = try TimerFD()

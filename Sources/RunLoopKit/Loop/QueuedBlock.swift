@@ -76,10 +76,15 @@ extension Loop {
       let isCommon: Bool
 
       init(_ mode: Mode, commonModes: [Mode]) {
+        // `.default` is in the common set from the start and never leaves it.
+        self.init(
+          mode, isCommon: mode.predefined == .defaultMode || commonModes.contains(mode))
+      }
+
+      init(_ mode: Mode, isCommon: Bool) {
         self.mode = mode
         isDefault = mode.predefined == .defaultMode
-        // `.default` is in the common set from the start and never leaves it.
-        isCommon = isDefault || commonModes.contains(mode)
+        self.isCommon = isCommon
       }
 
       func matches(_ wanted: Mode) -> Bool {
