@@ -40,6 +40,8 @@ struct Options {
 
   /// Samples per wake-latency case and placement in each round.
   var wakeSamples: Int { quick ? 200 : 2_000 }
+  /// Samples of the floor's reference batch taken right before each case's batch.
+  var wakeReferenceSamples: Int { wakeSamples / 4 }
   /// Interleaved rounds of the wake-latency study.
   var wakeRounds: Int { quick ? 3 : 10 }
   /// Tasks per throughput case.

@@ -9,8 +9,10 @@ extension Report {
       """
       \(rounds) rounds × \(wakeSamplesPerRound) samples per case and placement, in a fresh random \
       order every round. p50 and p99: median over rounds (lowest–highest round after it).
-      ×floor: this case's p50 (p99) over the C eventfd + epoll_wait floor's in the same round and \
-      placement, median over rounds. The poster yields its CPU while it waits for each sample.
+      ×floor: this case's p50 (p99) over that of a batch of the C eventfd + epoll_wait floor \
+      (\(wakeReferenceSamples) samples) taken right before it in the same placement, median \
+      over rounds; the floor's own row is the floor over itself, the noise of the method. \
+      The poster yields its CPU while it waits for each sample.
       """)
     let sleeping = wake.filter(\.wakesSleepingThread)
     for placement in Placement.allCases {

@@ -5,6 +5,7 @@ struct Report: Codable {
   var machine: String = ""
   var quick = false
   var wakeSamplesPerRound = 0
+  var wakeReferenceSamples = 0
   var wake: [WakeResult] = []
   var spin: [SpinResult] = []
   var idle: [IdleResult] = []

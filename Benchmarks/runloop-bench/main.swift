@@ -17,6 +17,7 @@ report.machine = Machine.describe()
 print("runloop-bench\(options.quick ? " --quick" : "") on \(report.machine)")
 
 report.wakeSamplesPerRound = options.wakeSamples
+report.wakeReferenceSamples = options.wakeReferenceSamples
 if options.wants("wake") {
   report.wake = try await WakeLatencyStudy.run(options, progress: progress)
 }
