@@ -20,19 +20,12 @@ import Synchronization
 /// call is safe from any thread. Callbacks run with no lock held, so they may add, remove or
 /// invalidate anything, stop the loop, or run it again (a nested run).
 public final class Loop: @unchecked Sendable {  // every mutable field is guarded by `lock`
-  let thread: pthread_t
-  /// The kernel thread id of the owner, for messages.
-  let threadID: pid_t
-  /// The owner's name when the loop was created (a resident thread names itself first).
-  let threadName: String?
+  // Laid out in the order declared: what a wake touches (a poster waking a sleeping loop, the
+  // loop between its wait and its first callout) comes first, on as few cache lines as can
+  // be, since that path runs right after a sleep, on cold caches. Mutable fields are guarded
+  // by `lock` unless they say otherwise; `@exclusivity(unchecked)` because the lock already
+  // makes each access exclusive, and Swift's dynamic checks cost ~90 ns per post.
   let lock = Lock()
-  /// The loop's wake-up port, registered in every mode's epoll set. Made with the loop or,
-  /// when the process was out of descriptors then, with its first mode: `Loop.current` must
-  /// answer whatever the descriptor table holds, and a mode cannot exist without it. Set
-  /// once and never changed, so a poster that saw it under the lock may use it after.
-  @exclusivity(unchecked) var wakeFD: EventFD?
-  /// The wake-up word a loop sleeps on instead when its mode has no descriptor to watch.
-  let futex = Futex()
   /// Blocks just posted, queued without the lock (see the type); whoever holds the lock may
   /// move them into `blocks`. Its refusals are set when the thread exits (or is about to) and
   /// when a resident thread stops.
@@ -40,33 +33,13 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Mirrors `sleeping` for posters, which do not take the lock unless it is set (see
   /// `PostQueue` for why a post is never left behind a sleep).
   let asleep = Atomic<Bool>(false)
-
-  // MARK: State guarded by `lock`
-  //
-  // `@exclusivity(unchecked)`: the lock already makes every access exclusive, and the dynamic
-  // checks Swift would otherwise make on each access of a class's stored property cost about
-  // as much as the rest of `perform` together (measured: ~90 ns per post with them).
-
-  @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
-  /// The mode `modeLocked` returned last (see there); dropped with `modes` at teardown.
-  /// Unmanaged: `modes` owns it, and reading it then costs the add path no retain and
-  /// release (an atomic each, which waits for the timer's cache misses before it).
-  @exclusivity(unchecked) var lastModeFound: Unmanaged<ModeState>?
-  @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
-  /// Items added to `.common`; every mode later added to the common set receives them.
-  let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }
-  /// Blocks taken out of `posted` and not yet drained, in the order posted (older than any
-  /// block still in `posted`).
-  @exclusivity(unchecked) var blocks: [QueuedBlock] = []
-  /// The batch the last drain emptied, for the next one (see `performBlocks`). Only the
-  /// loop's own thread touches it.
-  @exclusivity(unchecked) var spareBatch: DrainBatch?
-  /// The largest batch a drain keeps (16 384 blocks, 640 KB). Four threads posting flat out
-  /// fill ~5 000 blocks per pass; with a lower limit (it was 4 096) every such drain let its
-  /// buffer go and the next one regrew it, which cost about a tenth of the throughput.
-  static let drainBufferLimit = 16_384
-  /// One frame per active `run` call, innermost last.
-  @exclusivity(unchecked) var frames: [RunFrame] = []
+  /// The wake-up word a loop sleeps on instead when its mode has no descriptor to watch.
+  let futex = Futex()
+  /// The loop's wake-up port, registered in every mode's epoll set. Made with the loop or,
+  /// when the process was out of descriptors then, with its first mode: `Loop.current` must
+  /// answer whatever the descriptor table holds, and a mode cannot exist without it. Set
+  /// once and never changed, so a poster that saw it under the lock may use it after.
+  @exclusivity(unchecked) var wakeFD: EventFD?
   /// True while the loop thread is (about to be) blocked in the kernel.
   @exclusivity(unchecked) var sleeping = false
   /// A wake-up arrived while the loop was busy (`wakeUp()`, a source or a timer changed from
@@ -80,74 +53,104 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The loop is (about to be) asleep on `futex` rather than in `epoll_wait`, in the mode
   /// `futexSleepMode`, until `futexSleepUntil` (nil: no deadline).
   @exclusivity(unchecked) var sleepingOnFutex = false
-  @exclusivity(unchecked) var futexSleepMode: ObjectIdentifier?
-  @exclusivity(unchecked) var futexSleepUntil: LoopClock.Instant?
   /// Set when the owning thread exited and the loop let go of its items and descriptors.
   @exclusivity(unchecked) var tornDown = false
-  /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
-  @exclusivity(unchecked) var nextToken: UInt64 = 3
-  /// How many wake-ups were sent (eventfd writes and futex wakes): the cost the wake
-  /// coalescing saves.
-  @exclusivity(unchecked) var wakeWrites: UInt64 = 0
+  /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
+  @exclusivity(unchecked) var wakeFDReadable = false
   /// Counts returns from the kernel wait; a change while callbacks run means a nested run has
   /// waited meanwhile and what this pass saw ready may no longer be.
   @exclusivity(unchecked) var waitGeneration: UInt64 = 0
-  /// Timers whose handler is running, so teardown can reach them while they are out of heaps.
-  @exclusivity(unchecked) var firingTimers: [LoopTimer] = []
-  /// How many times a mode's epoll set was rebuilt to shed a registration it could not remove.
-  @exclusivity(unchecked) var epollRebuilds = 0
+  /// How many wake-ups were sent (eventfd writes and futex wakes): the cost the wake
+  /// coalescing saves.
+  @exclusivity(unchecked) var wakeWrites: UInt64 = 0
   /// See `WaitPolicy`.
   @exclusivity(unchecked) var policy = WaitPolicy.sleep
-  /// Under `.adaptive`: when the first wake-up of the current sleep was asked for.
-  @exclusivity(unchecked) var wakeAskedAt: LoopClock.Instant?
-  /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
-  /// it waits (the one field `lock` does not guard).
-  @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()
-  /// The descriptor phase's list, kept between passes so a pass allocates none. Only the
-  /// loop's thread touches it.
-  @exclusivity(unchecked) var deliveryBuffer: [Delivery] = []
-  /// The wait's list of ready events, kept between passes likewise.
-  @exclusivity(unchecked) var readyBuffer: [Epoll.Event] = []
-  /// The manual-source phase's list, kept between passes likewise.
-  @exclusivity(unchecked) var manualSourceBuffer: [(source: ManualSource, sequence: UInt64)] = []
-  /// What the handlers called since the last wait left for before the next one (a port's
-  /// eventfd drain). Only the loop's thread touches it.
-  /// The sources themselves, not their closures: an array of closures stores each behind a
-  /// reabstraction thunk, one allocation per append.
-  @exclusivity(unchecked) var drainsBeforeWait: [DescriptorSource] = []
-  /// See `Metrics`; the fields kept elsewhere (waits, wake-ups sent, rebuilds) are filled in
-  /// when a snapshot is taken.
-  @exclusivity(unchecked) var counters = Metrics()
-  /// When the outermost active run started, and when the current sleep began: `metrics`
-  /// adds the time since to `timeRunning` and `timeAsleep`, so a loop that never returns
-  /// from `run` (a resident thread's) still reports true figures.
-  @exclusivity(unchecked) var outermostRunStart: LoopClock.Instant?
+  @exclusivity(unchecked) var futexSleepMode: ObjectIdentifier?  // see `sleepingOnFutex`
+  @exclusivity(unchecked) var futexSleepUntil: LoopClock.Instant?
+  /// When the current sleep began (see `outermostRunStart`).
   @exclusivity(unchecked) var sleepStart: LoopClock.Instant?
   /// The latest instant a `metrics` snapshot counted the current sleep up to. The sleep's end
   /// is read just before the lock is taken, so it may be earlier; counting the sleep to this
   /// instant at least keeps `timeAsleep` from going backwards between snapshots.
   @exclusivity(unchecked) var asleepReportedUntil: LoopClock.Instant?
+  /// Under `.adaptive`: when the first wake-up of the current sleep was asked for.
+  @exclusivity(unchecked) var wakeAskedAt: LoopClock.Instant?
+  /// Mirrors `tracer != nil`, so an untraced loop checks it without taking the lock.
+  let tracing = Atomic<Bool>(false)
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
-  /// The last wait returned with the wake-up eventfd readable: drain it before the next wait.
-  @exclusivity(unchecked) var wakeFDReadable = false
+  /// Blocks taken out of `posted` and not yet drained, in the order posted (older than any
+  /// block still in `posted`).
+  @exclusivity(unchecked) var blocks: [QueuedBlock] = []
+  /// Blocks a drain found for modes other than the one it ran, older than every block in
+  /// `blocks` and in the order posted. Kept apart so a pass does not copy them back into the
+  /// queue every time (see `performBlocks`).
+  @exclusivity(unchecked) var deferredBlocks: [QueuedBlock] = []
+  /// The batch the last drain emptied, for the next one (see `performBlocks`). Only the
+  /// loop's own thread touches it.
+  @exclusivity(unchecked) var spareBatch: DrainBatch?
+  /// The largest batch a drain keeps (16 384 blocks, 640 KB). Four threads posting flat out
+  /// fill ~5 000 blocks per pass; with a lower limit (it was 4 096) every such drain let its
+  /// buffer go and the next one regrew it, which cost about a tenth of the throughput.
+  static let drainBufferLimit = 16_384
+  /// The wait's list of ready events and the descriptor phase's list, kept between passes so
+  /// a pass allocates none. Only the loop's thread touches them.
+  @exclusivity(unchecked) var readyBuffer: [Epoll.Event] = []
+  @exclusivity(unchecked) var deliveryBuffer: [Delivery] = []
+  /// What the handlers called since the last wait left for before the next one (a port's
+  /// eventfd drain). Only the loop's thread touches it.
+  /// The sources themselves, not their closures: an array of closures stores each behind a
+  /// reabstraction thunk, one allocation per append.
+  @exclusivity(unchecked) var drainsBeforeWait: [DescriptorSource] = []
+  /// One frame per active `run` call, innermost last.
+  @exclusivity(unchecked) var frames: [RunFrame] = []
+  /// The job running on the loop's thread and the work held back meanwhile (see
+  /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
+  @exclusivity(unchecked) var jobs = JobState()
+  /// See `Metrics`; the fields kept elsewhere (waits, wake-ups sent, rebuilds) are filled in
+  /// when a snapshot is taken.
+  @exclusivity(unchecked) var counters = Metrics()
+
+  // MARK: The rest of the state
+
+  let thread: pthread_t
+  /// The kernel thread id of the owner, for messages.
+  let threadID: pid_t
+  /// The owner's name when the loop was created (a resident thread names itself first).
+  let threadName: String?
+  @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
+  /// The mode `modeLocked` returned last (see there); dropped with `modes` at teardown.
+  /// Unmanaged: `modes` owns it, and reading it then costs the add path no retain and
+  /// release (an atomic each, which waits for the timer's cache misses before it).
+  @exclusivity(unchecked) var lastModeFound: Unmanaged<ModeState>?
+  @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
+  /// Items added to `.common`; every mode later added to the common set receives them.
+  let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }
+  /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
+  @exclusivity(unchecked) var nextToken: UInt64 = 3
+  /// Timers whose handler is running, so teardown can reach them while they are out of heaps.
+  @exclusivity(unchecked) var firingTimers: [LoopTimer] = []
+  /// How many times a mode's epoll set was rebuilt to shed a registration it could not remove.
+  @exclusivity(unchecked) var epollRebuilds = 0
+  /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
+  /// it waits (the one field `lock` does not guard).
+  @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()
+  /// The manual-source phase's list, kept between passes as `readyBuffer` is.
+  @exclusivity(unchecked) var manualSourceBuffer: [(source: ManualSource, sequence: UInt64)] = []
+  /// When the outermost active run started, and when the current sleep began: `metrics`
+  /// adds the time since to `timeRunning` and `timeAsleep`, so a loop that never returns
+  /// from `run` (a resident thread's) still reports true figures.
+  @exclusivity(unchecked) var outermostRunStart: LoopClock.Instant?
   /// The attached `LoopTracer`, if any, and the token of that attach.
   @exclusivity(unchecked) var tracer: LoopTracer?
   @exclusivity(unchecked) var tracerToken: UInt64 = 0
-  /// Mirrors `tracer != nil`, so an untraced loop checks it without taking the lock.
-  let tracing = Atomic<Bool>(false)
   /// `Loop.main` only: whether it watches the main dispatch queue.
   var mainQueue = MainQueueState()
   /// The executor once handed out; dropped at teardown (it holds the loop strongly).
   var executorStorage: LoopExecutor?
 
-  // MARK: Rarely used state guarded by `lock`, kept after the hot fields above so adding it
-  // moved none of them to another cache line.
+  // MARK: Rarely used state
 
-  /// Blocks a drain found for modes other than the one it ran, older than every block in
-  /// `blocks` and in the order posted. Kept apart so a pass does not copy them back into the
-  /// queue every time (see `performBlocks`).
-  @exclusivity(unchecked) var deferredBlocks: [QueuedBlock] = []
   /// A target none of `deferredBlocks` applies to, as the last drain found: a drain for the
   /// same target (the same mode, not made common since) need not look at them again.
   @exclusivity(unchecked) var deferredBlocksSkip: QueuedBlock.Target?
@@ -167,9 +170,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var registrationChecks = 0
   /// How many of those were made on the way from a wake-up to a handler, for tests.
   @exclusivity(unchecked) var deliveryChecks = 0
-  /// The job running on the loop's thread and the work held back meanwhile (see
-  /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
-  @exclusivity(unchecked) var jobs = JobState()
   /// A `VirtualLoop`'s clock, which the loop reads and moves instead of CLOCK_MONOTONIC and
   /// sleeping; nil for the loop of a thread. Last, so that adding it moved no hot field.
   let virtualClock: VirtualClock?
