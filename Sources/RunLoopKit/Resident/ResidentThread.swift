@@ -22,7 +22,7 @@ import Synchronization
 /// there, or call `stop()` explicitly.
 public final class ResidentThread: Sendable {
   let core: ResidentThreadCore
-  /// The thread's loop, fixed once `init` returns: `perform` posts to it without going
+  /// The thread's loop, fixed once `init` returns: `loop` and `perform` reach it without going
   /// through the core's lock (the loop itself refuses posts once `stop()` was called).
   private let residentLoop: Loop
 
@@ -76,8 +76,9 @@ public final class ResidentThread: Sendable {
   /// The name the thread was started with, as `top -H`, `ps -L` and gdb show it.
   public var name: String { core.name }
 
-  /// The thread's run loop: add timers, descriptor sources, ports and observers to it.
-  public var loop: Loop { core.loop }
+  /// The thread's run loop: add timers, descriptor sources, ports and observers to it. (Read
+  /// without a lock: `thread.loop.perform { … }` costs what `perform` costs.)
+  public var loop: Loop { residentLoop }
 
   /// The kernel's id for the thread (as in `/proc/self/task/<id>`).
   public var threadID: pid_t { core.threadID }
