@@ -27,6 +27,35 @@ extension RunLoopKitTests {
       #expect(performed.value == 1)
     }
 
+    @Test(
+      "17. A mode whose last look found no manual source signalled looks again only once one is signalled or joins it signalled (its item set counts the looks)"
+    )
+    func test_17_looksAgainOnlyAfterASignal() throws {
+      let performed = Box(0)
+      try onLoopThread { loop in
+        let source = ManualSource { performed.value += 1 }
+        try loop.add(source, to: .default)
+        let mode = try #require(loop.lock.withLock { loop.modes[.default] })
+        let looks = { loop.lock.withLock { mode.manualSources.steps } }
+        _ = loop.run(for: .zero)
+        let quiet = looks()
+        for _ in 0..<100 { _ = loop.run(for: .zero) }
+        #expect(looks() == quiet, "100 passes with nothing signalled looked again")
+        source.signal()
+        _ = loop.run(for: .zero)
+        #expect(performed.value == 1)
+        #expect(looks() > quiet)
+        // Signalled before it was added, so no loop was told of the signal: joining the mode
+        // is what makes the next pass look.
+        let late = ManualSource { performed.value += 10 }
+        late.signal()
+        _ = loop.run(for: .zero)
+        try loop.add(late, to: .default)
+        _ = loop.run(for: .zero)
+        #expect(performed.value == 11)
+      }
+    }
+
     @Test("18. Signalled sources run by order, then by signal time")
     func test_18_orderThenSignalTime() throws {
       let recorder = Recorder()

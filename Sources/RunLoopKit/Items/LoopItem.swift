@@ -78,8 +78,12 @@ extension ManualSource: BoundItem {
     mode.manualSources.insert(self)
     modes.append(mode)
     // Signalled before it joined the mode the loop is running: runnable now, so the loop
-    // must not sleep past it (a signal alone never wakes; joining a mode is not a signal).
-    if isSignalled { loop.wakeIfRunningLocked(mode.mode) }
+    // must look again and must not sleep past it (a signal alone never wakes; joining a mode
+    // is not a signal).
+    if isSignalled {
+      loop.manualSignals.add(1, ordering: .releasing)
+      loop.wakeIfRunningLocked(mode.mode)
+    }
     guard let scheduleCallback else { return nil }
     let name = mode.mode
     return { scheduleCallback(loop, name) }

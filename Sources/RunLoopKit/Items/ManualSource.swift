@@ -71,6 +71,8 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
       guard isValidLocked, !signalled else { return }
       signalled = true
       signalSequence = SignalClock.next()
+      // After the flag: a loop that reads the new count sees the flag when it looks.
+      binding.ownerUnlocked?.manualSignals.add(1, ordering: .releasing)
     }
   }
 

@@ -130,6 +130,11 @@ extension Loop {
 
   /// Performs signalled manual sources by order, then by signal time. Returns whether any ran.
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
+    // Nothing signalled since this mode last looked and found nothing: looking again would
+    // take the lock and every source's own lock for nothing (a resident thread's keep-alive
+    // source made every pass do so).
+    let signals = manualSignals.load(ordering: .acquiring)
+    if mode.quietManualSignals == signals { return false }
     // A buffer kept from the last pass (a nested run in a callout takes a fresh one), so a
     // pass that performs one source allocates nothing.
     var candidates = manualSourceBuffer
@@ -140,6 +145,7 @@ extension Loop {
         if key.signalled { candidates.append((source, key.sequence)) }
       }
     }
+    mode.quietManualSignals = candidates.isEmpty ? signals : nil
     if candidates.count > 1 {
       candidates.sort { ($0.source.order, $0.sequence) < ($1.source.order, $1.sequence) }
     }

@@ -35,10 +35,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let asleep = Atomic<Bool>(false)
   /// The wake-up word a loop sleeps on instead when its mode has no descriptor to watch.
   let futex = Futex()
-  /// The loop's wake-up port, registered in every mode's epoll set. Made with the loop or,
-  /// when the process was out of descriptors then, with its first mode: `Loop.current` must
-  /// answer whatever the descriptor table holds, and a mode cannot exist without it. Set
-  /// once and never changed, so a poster that saw it under the lock may use it after.
+  /// The loop's wake-up port, in every mode's epoll set. Made with the loop or, when the
+  /// process was out of descriptors then, with its first mode (`Loop.current` must answer
+  /// whatever the descriptor table holds). Set once, so a poster that saw it may use it.
   @exclusivity(unchecked) var wakeFD: EventFD?
   /// True while the loop thread is (about to be) blocked in the kernel.
   @exclusivity(unchecked) var sleeping = false
@@ -97,10 +96,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// a pass allocates none. Only the loop's thread touches them.
   @exclusivity(unchecked) var readyBuffer: [Epoll.Event] = []
   @exclusivity(unchecked) var deliveryBuffer: [Delivery] = []
-  /// What the handlers called since the last wait left for before the next one (a port's
-  /// eventfd drain). Only the loop's thread touches it.
-  /// The sources themselves, not their closures: an array of closures stores each behind a
-  /// reabstraction thunk, one allocation per append.
+  /// The sources whose handlers left work for before the next wait (a port's eventfd drain);
+  /// sources, not closures, which an array stores behind a thunk allocated per append. Only
+  /// the loop's thread touches it.
   @exclusivity(unchecked) var drainsBeforeWait: [DescriptorSource] = []
   /// One frame per active `run` call, innermost last.
   @exclusivity(unchecked) var frames: [RunFrame] = []
@@ -113,6 +111,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
   // MARK: The rest of the state
 
+  /// Moves when a manual source is signalled or joins a mode signalled (see `ModeState`).
+  let manualSignals = Atomic<UInt64>(0)
   let thread: pthread_t
   /// The kernel thread id of the owner, for messages.
   let threadID: pid_t

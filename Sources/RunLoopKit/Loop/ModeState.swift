@@ -67,6 +67,10 @@ final class ModeState {
   let isVirtual: Bool
   private var virtualDeadline: LoopClock.Instant?
 
+  /// `Loop.manualSignals` when a look at this mode's manual sources last found none
+  /// signalled, nil once one found one: until the count moves, the mode need not look again.
+  /// Only the loop's thread touches it.
+  @exclusivity(unchecked) var quietManualSignals: UInt64?
   /// Whether the mode is in the loop's common set (`.default` always is; a mode joins with
   /// `addCommonMode` and never leaves). Kept here so a drain need not search the set.
   @exclusivity(unchecked) var isCommon: Bool
