@@ -236,8 +236,9 @@ extension Loop {
     /// block is accepted, and the next drain will wait for it.
     func mayContain(where predicate: (borrowing QueuedBlock) -> Bool) -> Bool {
       var found = false
-      visitClaims(before: claimed) { value in
-        found = value.map { predicate($0.pointee) } ?? true
+      visitClaims(before: claimed) { slots, offset in
+        let written = slots.written(offset).pointee.load(ordering: .acquiring)
+        found = written ? predicate(slots.value(offset).pointee) : true
         return !found
       }
       return found
@@ -247,55 +248,45 @@ extension Loop {
     /// taken, written or not.
     var waitingCount: Int {
       var count = 0
-      visitClaims(before: claimed) { _ in
+      visitClaims(before: claimed) { _, _ in
         count += 1
         return true
       }
       return count
     }
 
-    /// Calls `visit` with each slot claimed before `end` and not taken, in order (nil for one
-    /// not written yet), until it returns false.
-    private func visitClaims(
-      before end: UInt, _ visit: (UnsafeMutablePointer<QueuedBlock>?) -> Bool
-    ) {
+    /// On the loop's thread, without the lock: returns once every slot claimed before `end`
+    /// is written. A poster writes its slot a few instructions after claiming it, unless it
+    /// was preempted in between: the loop then lets it run.
+    func waitForWrites(before end: UInt) {
+      var waits = 0
+      visitClaims(before: end) { slots, offset in
+        while !slots.written(offset).pointee.load(ordering: .acquiring) {
+          TestPausePoint.reach(.drainWaitsForClaim, by: self)
+          Self.pause(&waits)
+        }
+        return true
+      }
+    }
+
+    /// Calls `visit` with each slot claimed before `end` and not taken (its block and its
+    /// index there), in order, until it returns false. A block is linked before its last slot
+    /// is written, so a walk that finds the next block not linked yet ends there: that slot
+    /// is not written (a walk that waits for each slot never finds it so).
+    @inline(__always)
+    private func visitClaims(before end: UInt, _ visit: (Block, Int) -> Bool) {
       var position = headPosition
       var slots = Block(headBlock)
       while position < end {
         let offset = Int(position % Self.lap)
         if offset == Block.capacity {
-          // Still being linked when the last slot is claimed and not yet written.
           let next = slots.next.pointee.load(ordering: .acquiring)
           guard next != 0 else { return }
           slots = Block(next)
           position += 1
           continue
         }
-        let written = slots.written(offset).pointee.load(ordering: .acquiring)
-        guard visit(written ? slots.value(offset) : nil) else { return }
-        position += 1
-      }
-    }
-
-    /// On the loop's thread, without the lock: returns once every slot claimed before `end`
-    /// is written. A poster writes its slot a few instructions after claiming it, unless it
-    /// was preempted in between: the loop then lets it run.
-    func waitForWrites(before end: UInt) {
-      var position = headPosition
-      var slots = Block(headBlock)
-      var waits = 0
-      while position < end {
-        let offset = Int(position % Self.lap)
-        if offset == Block.capacity {
-          // Linked before the last slot was written, which was waited for just now.
-          slots = Block(slots.next.pointee.load(ordering: .acquiring))
-          position += 1
-          continue
-        }
-        while !slots.written(offset).pointee.load(ordering: .acquiring) {
-          TestPausePoint.reach(.drainWaitsForClaim, by: self)
-          Self.pause(&waits)
-        }
+        guard visit(slots, offset) else { return }
         position += 1
       }
     }
