@@ -66,4 +66,10 @@ extension Loop {
       turn &+= 1
     }
   }
+
+  /// Events from one look at `epoll` that does not sleep, or nil when none is ready.
+  private func lookOnce(at epoll: Epoll) -> [Epoll.Event]? {
+    guard let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 else { return nil }
+    return (0..<count).map(epoll.event)
+  }
 }

@@ -86,12 +86,6 @@ extension Loop {
     if let start, let arrival { adaptiveSpin.record(gap: start.duration(to: arrival)) }
   }
 
-  /// Events from one look at `epoll` that does not sleep, or nil when none is ready.
-  func lookOnce(at epoll: Epoll) -> [Epoll.Event]? {
-    guard let count = try? epoll.wait(timeoutNanoseconds: 0), count > 0 else { return nil }
-    return (0..<count).map(epoll.event)
-  }
-
   /// Runs what handlers left for before the next wait (ports drain their eventfd), re-arms
   /// the mode's timerfd if its timers changed and drains the wake-up eventfd; returns the set
   /// to wait on and the policy to wait by.
