@@ -162,7 +162,8 @@ extension RunLoopKitTests {
 
         // The add of `fd` is refused by epoll_ctl with `errno`, and the message names both.
         func expectRefused(
-          _ fd: Int32, errno code: Int32, named name: String, _ comment: Comment
+          _ fd: Int32, errno code: Int32, named name: String, kind: String? = nil,
+          _ comment: Comment
         ) -> String {
           let source = DescriptorSource(fileDescriptor: fd) { _, _ in }
           defer { leftNothing(source, comment) }
@@ -174,7 +175,8 @@ extension RunLoopKitTests {
             #expect(
               error
                 == .system(
-                  SystemError(operation: "epoll_ctl(ADD)", subject: "fd \(fd)", errno: code)),
+                  SystemError(
+                    operation: "epoll_ctl(ADD)", subject: "fd \(fd)", errno: code, fileKind: kind)),
               comment)
             #expect(error.description.contains("fd \(fd)"), comment)
             #expect(error.description.contains(name), comment)
@@ -186,8 +188,19 @@ extension RunLoopKitTests {
 
         let file = open("/proc/self/status", O_RDONLY)
         defer { close(file) }
-        let regular = expectRefused(file, errno: EPERM, named: "EPERM", "a regular file")
-        #expect(regular.contains("regular files and directories cannot be polled"))
+        let regular = expectRefused(
+          file, errno: EPERM, named: "EPERM", kind: "a regular file", "a regular file")
+        #expect(regular.contains("fd \(file) is a regular file, which does not support epoll"))
+        #expect(regular.contains("read them directly"))
+
+        // A character device without poll support: the message names its type, and says
+        // nothing about regular files.
+        let null = open("/dev/null", O_RDONLY)
+        defer { close(null) }
+        let device = expectRefused(
+          null, errno: EPERM, named: "EPERM", kind: "a character device", "/dev/null")
+        #expect(device.contains("fd \(null) is a character device, which does not support epoll"))
+        #expect(!device.contains("regular"))
 
         // All or nothing across the common modes: X already holds this fd, so joining X
         // fails after default succeeded, and default must be left again.

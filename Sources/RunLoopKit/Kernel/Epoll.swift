@@ -63,8 +63,16 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
   private func control(
     _ op: Int32, _ name: String, _ target: Int32, _ events: UInt32, _ token: UInt64
   ) throws(LoopError) {
-    try Syscall.retryingEINTR(name, on: "fd \(target)") {
-      crl_epoll_ctl(fd, op, target, events, token)
+    do {
+      try Syscall.retryingEINTR(name, on: "fd \(target)") {
+        crl_epoll_ctl(fd, op, target, events, token)
+      }
+    } catch .system(let failure) where failure.errno == EPERM {
+      // The file has no poll support; what it is decides the advice, so the error names it.
+      throw .system(
+        SystemError(
+          operation: failure.operation, subject: failure.subject, errno: failure.errno,
+          fileKind: FileKind.describe(target)))
     }
   }
 

@@ -12,12 +12,17 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
   public let subject: String
   /// The errno the call left behind.
   public let errno: Int32
+  /// What kind of file `subject` was when the call failed, such as `"a character device"`,
+  /// where that decides what the errno means (epoll's EPERM); nil otherwise.
+  public let fileKind: String?
 
-  /// Records that `operation` failed on `subject` and left `errno` behind.
-  public init(operation: String, subject: String, errno: Int32) {
+  /// Records that `operation` failed on `subject` (a file of `fileKind`, when known) and left
+  /// `errno` behind.
+  public init(operation: String, subject: String, errno: Int32, fileKind: String? = nil) {
     self.operation = operation
     self.subject = subject
     self.errno = errno
+    self.fileKind = fileKind
   }
 
   /// The symbolic errno name, such as `EBADF`, when it is one RunLoopKit meets often.
@@ -46,12 +51,18 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     return hint.map { "\(text): \($0)" } ?? text
   }
 
-  /// epoll refuses regular files and directories with EPERM: they are always "ready", so
-  /// there is nothing to wait for. Said plainly, since "Operation not permitted" suggests a
-  /// permissions problem.
+  /// epoll answers EPERM for a file whose driver has no poll support: regular files and
+  /// directories (always "ready", so nothing to wait for) and some devices, `/dev/null` among
+  /// them. Said plainly, since "Operation not permitted" suggests a permissions problem.
   private var hint: String? {
     guard operation.hasPrefix("epoll_ctl"), errno == EPERM else { return nil }
-    return "regular files and directories cannot be polled (they are always ready); "
-      + "read them directly, or watch a pipe, socket, eventfd or terminal instead"
+    let what = fileKind.map { "\(subject) is \($0), which" } ?? "this descriptor"
+    let why =
+      switch fileKind {
+      case "a regular file", "a directory": " (such files are always ready: read them directly)"
+      default: ""
+      }
+    return "\(what) does not support epoll\(why); "
+      + "watch a pipe, socket, eventfd, timerfd or terminal instead"
   }
 }
