@@ -3,13 +3,18 @@ struct Options {
   var quick = false
   var jsonPath: String?
   var svgPath: String?
+  var tracePath: String?
   var only: Set<String>?
 
   static let usage = """
-    usage: runloop-bench [--quick] [--json FILE] [--svg FILE] [--only STUDY[,STUDY…]]
+    usage: runloop-bench [--quick] [--json FILE] [--svg FILE] [--trace FILE]
+                         [--only STUDY[,STUDY…]]
       --quick        a smoke run (fewer samples, shorter windows), under a minute
       --json FILE    write every figure as JSON
       --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
+      --trace FILE   after the studies (so it perturbs none), trace a short sample workload
+                     (two resident threads: timer, port, manual source, observer, posts)
+                     and write it as Chrome Trace Event JSON for ui.perfetto.dev
       --only LIST    run some studies: wake, spin, idle, throughput, group, threads,
                      timers, isolated, virtual, tracer
     """
@@ -26,6 +31,9 @@ struct Options {
       case "--svg":
         guard let path = rest.popFirst() else { return nil }
         options.svgPath = path
+      case "--trace":
+        guard let path = rest.popFirst() else { return nil }
+        options.tracePath = path
       case "--only":
         guard let list = rest.popFirst() else { return nil }
         options.only = Set(list.split(separator: ",").map(String.init))

@@ -71,3 +71,7 @@ if let path = options.svgPath {
     .write(toFile: path, atomically: true, encoding: .utf8)
   print("wrote \(path)")
 }
+if let path = options.tracePath {
+  try TraceSample.write(to: path)
+  print("wrote \(path) (a traced sample workload, for ui.perfetto.dev)")
+}

@@ -63,7 +63,7 @@ public enum ConcurrencyDemo {
     report.steps = [
       DemoStep(
         caption: "From a Dispatch worker: Task { @MainActor in … } while Loop.main sleeps",
-        events: hop,
+        trace: hop,
         notes: [
           "Woken by \(hop.wakeCausesText): the main actor's jobs go through the main dispatch queue, "
             + "whose eventfd Loop.main watches in its common modes.",
@@ -72,7 +72,7 @@ public enum ConcurrencyDemo {
       DemoStep(
         caption:
           "Task(executorPreference: Loop.main.executor) { try await Task.sleep(for: 20 ms) }",
-        events: sleep,
+        trace: sleep,
         notes: [
           "Woken by \(sleep.wakeCausesText): the task's first job arrived as a perform block; the "
             + "sleep is the one-shot timer labelled \"Task.sleep\" on Loop.main's timerfd.",
@@ -80,19 +80,19 @@ public enum ConcurrencyDemo {
         ]),
       DemoStep(
         caption: "From a Dispatch worker: DispatchQueue.main.async { … }",
-        events: block,
+        trace: block,
         notes: ["Woken by \(block.wakeCausesText).", seen.value[2]]),
       DemoStep(
         caption:
           "A nested run in \"tracking\" (not a common mode) for 100 ms; a main-queue block is posted",
-        events: held,
+        trace: held,
         notes: [
           "No main-queue work ran: \"tracking\" is outside the common set, so the loop does "
             + "not watch the main queue there (CF behaves the same). It woke only for \"touch\"."
         ]),
       DemoStep(
         caption: "Back in the default mode",
-        events: released,
+        trace: released,
         notes: [
           "The held block runs on the first pass, without sleeping: the eventfd was already "
             + "readable.", seen.value[3],

@@ -39,6 +39,19 @@ public struct DemoReport: Sendable {
       },
       title: "runloop-demo \(name): \(title)")
   }
+
+  /// The report's traces as one Chrome Trace Event file for Perfetto: every step's tracer on
+  /// one time line, a track per thread. (A step with events but no snapshot counts them
+  /// from `VirtualLoop.defaultStart`, as a `VirtualLoop()` does.)
+  public func chromeTraceJSON() -> String {
+    var snapshots: [LoopTracer.Snapshot] = []
+    for step in steps {
+      let snapshot =
+        step.trace ?? LoopTracer.Snapshot(origin: VirtualLoop.defaultStart, events: step.events)
+      if !snapshots.contains(snapshot) { snapshots.append(snapshot) }
+    }
+    return LoopTracer.chromeTraceJSON(of: snapshots, processName: "runloop-demo \(name)")
+  }
 }
 
 /// One step of a scenario.
@@ -46,6 +59,9 @@ public struct DemoStep: Sendable {
   public let caption: String
   /// Everything the tracer recorded during the step.
   public let events: [LoopTracer.Event]
+  /// The tracer's snapshot, which places `events` in time and names their threads (for the
+  /// Chrome trace); nil when the step was given events alone.
+  public let trace: LoopTracer.Snapshot?
   /// What the text report prints when not all of it (a long trace, filtered).
   public var shown: [LoopTracer.Event]?
   public var filterNote = ""
@@ -54,6 +70,15 @@ public struct DemoStep: Sendable {
   public init(caption: String, events: [LoopTracer.Event], notes: [String] = []) {
     self.caption = caption
     self.events = events
+    self.trace = nil
+    self.notes = notes
+  }
+
+  /// A step traced by one tracer: `trace` is its `snapshot()`.
+  public init(caption: String, trace: LoopTracer.Snapshot, notes: [String] = []) {
+    self.caption = caption
+    self.events = trace.events
+    self.trace = trace
     self.notes = notes
   }
 }

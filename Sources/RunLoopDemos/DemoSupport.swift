@@ -1,3 +1,4 @@
+import CRunLoopShims
 import Dispatch
 import Foundation
 import RunLoopKit
@@ -31,6 +32,9 @@ final class DemoThread<Value: Sendable>: Sendable {
 
   init(name: String, _ body: @escaping @Sendable () throws -> Value) {
     let thread = Thread { [self] in
+      // Foundation does not pass `name` to the kernel on Linux: set it, so that the loop,
+      // `top -H` and the Chrome trace's track know the thread as `name`.
+      _ = crl_set_thread_name(name)
       let result = Result { try body() }
       outcome.value = result
       finished.signal()

@@ -39,7 +39,7 @@ public enum KeepAliveDemo {
     let (tracer, result, took) = try thread.join()
     return DemoStep(
       caption: "A new thread runs its loop for up to 2 s with nothing in the default mode",
-      events: tracer.events,
+      trace: tracer.snapshot(),
       notes: [
         "run(in: .default, for: 2 s) returned .\(result) after \(LoopTracer.format(took)), "
           + "without even an entry: the thread's work is over and it exits."
@@ -135,7 +135,7 @@ public enum KeepAliveDemo {
       DemoStep(
         caption: "The same kind of thread with a LoopPort in its default mode: it stays, and "
           + "sleeps until messages come; then another thread calls stop()",
-        events: tracers[0].events,
+        trace: tracers[0].snapshot(),
         notes: [
           "Two messages each woke the loop from epoll_wait through the port's eventfd; between "
             + "them the thread slept, using no CPU.",
@@ -145,7 +145,7 @@ public enum KeepAliveDemo {
         caption:
           "RunLoop.run()-style: `while true { loop.run(in: .default, until: .distantFuture) }`"
           + " (capped at 3 rounds here), stopped 3 times",
-        events: tracers[1].events,
+        trace: tracers[1].snapshot(),
         notes: [
           "Each stop() ended one run with .stopped, and the loop around it entered the mode "
             + "again at once: this thread would never exit."
@@ -153,7 +153,7 @@ public enum KeepAliveDemo {
       DemoStep(
         caption: "The stoppable loop: `while !shouldExit { loop.run(in: .default, until: …) }`; "
           + "a block sets the flag on the thread, then calls stop()",
-        events: tracers[2].events,
+        trace: tracers[2].snapshot(),
         notes: [
           "The run returned .stopped, the loop saw the flag, and the thread finished."
         ]),

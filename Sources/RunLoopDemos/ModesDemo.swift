@@ -29,12 +29,12 @@ public enum ModesDemo {
         touches.invalidate()
       }
 
-      func traced(_ mode: Loop.Mode) throws -> [LoopTracer.Event] {
+      func traced(_ mode: Loop.Mode) throws -> LoopTracer.Snapshot {
         let tracer = LoopTracer()
         try tracer.attach(to: loop)
         loop.run(in: mode, for: .milliseconds(110))
         tracer.detach()
-        return tracer.events
+        return tracer.snapshot()
       }
       let idle = try traced(.default)
       let scrolling = try traced(tracking)
@@ -43,21 +43,23 @@ public enum ModesDemo {
       return [
         DemoStep(
           caption: "Nobody touches the screen: the loop runs the default mode for 110 ms",
-          events: idle,
-          notes: ["\"clock\" (every 20 ms, in default) fired \(idle.fires(of: "clock")) times."]),
+          trace: idle,
+          notes: [
+            "\"clock\" (every 20 ms, in default) fired \(idle.events.fires(of: "clock")) times."
+          ]),
         DemoStep(
           caption: "A finger scrolls the list: the loop runs \"tracking\" for 110 ms",
-          events: scrolling,
+          trace: scrolling,
           notes: [
-            "\"clock\" fired \(scrolling.fires(of: "clock")) times: it is only in the default "
-              + "mode, and the loop is not running that mode; \"touch\" fired "
-              + "\(scrolling.fires(of: "touch")) times."
+            "\"clock\" fired \(scrolling.events.fires(of: "clock")) times: it is only in the "
+              + "default mode, and the loop is not running that mode; \"touch\" fired "
+              + "\(scrolling.events.fires(of: "touch")) times."
           ]),
         DemoStep(
           caption: "After loop.add(clock, to: .common), scrolling again for 110 ms",
-          events: scrollingCommon,
+          trace: scrollingCommon,
           notes: [
-            "\"clock\" fired \(scrollingCommon.fires(of: "clock")) times in \"tracking\": "
+            "\"clock\" fired \(scrollingCommon.events.fires(of: "clock")) times in \"tracking\": "
               + ".common means every mode in the common set, and \"tracking\" is one.",
             "Its first fire there was late (the dates it missed while scrolling are not made "
               + "up): a repeating timer that falls behind fires once and rejoins its grid.",

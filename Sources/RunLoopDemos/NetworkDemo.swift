@@ -83,7 +83,7 @@ public enum NetworkDemo {
       DemoStep(
         caption: "A resident thread listens on 127.0.0.1, connects to itself, and echoes "
           + "\(messages.count) messages, all through descriptor sources",
-        events: tracer.events,
+        trace: tracer.snapshot(),
         notes: state.notes + [
           "idle timers: \(idle.armed) armed, pushed back \(idle.moved) times by reads, "
             + "\(idle.fired) fired, \(idle.stillValid) left valid"

@@ -4,7 +4,7 @@ import RunLoopKit
 public enum ObserversDemo {
   public static func run() throws -> (report: DemoReport, told: [String]) {
     var report = DemoReport(name: "observers", title: "every activity of a few iterations")
-    let thread = DemoThread(name: "observed") { () throws -> ([LoopTracer.Event], [String]) in
+    let thread = DemoThread(name: "observed") { () throws -> (LoopTracer.Snapshot, [String]) in
       let loop = Loop.current
       let told = Locked<[String]>([])
       let observer = LoopObserver(activities: .all) { _, activity in
@@ -30,14 +30,14 @@ public enum ObserversDemo {
       try tracer.attach(to: loop)
       loop.run(in: .default, for: .seconds(5))
       tracer.detach()
-      return (tracer.events, told.value)
+      return (tracer.snapshot(), told.value)
     }
-    let (events, told) = try thread.join()
-    let passes = events.filter { $0.kind == .activity(.beforeTimers) }.count
+    let (trace, told) = try thread.join()
+    let passes = trace.events.filter { $0.kind == .activity(.beforeTimers) }.count
     report.steps.append(
       DemoStep(
         caption: "A run with a queued block and a timer that fires twice, then invalidates itself",
-        events: events,
+        trace: trace,
         notes: [
           "The observer was told \(told.count) times, in this order: "
             + told.joined(separator: ", ") + ".",

@@ -100,7 +100,8 @@ public enum SearchDemo {
       tracer.detach()
       return thread.storage[SearchSession.key]?.results[text] ?? []
     }
-    let events = tracer.events
+    let trace = tracer.snapshot()
+    let events = trace.events
 
     let fates = try typed.map { query in
       guard let fate = report.fate(of: query) else {
@@ -116,7 +117,7 @@ public enum SearchDemo {
       caption: "\"\(text)\" typed into a search box as \(quoted); "
         + "\(FuzzyMatcher.corpus.count) names searched in slices of \(sliceSize), one slice per "
         + "pass of the loop",
-      events: events, notes: report.notes)
+      trace: trace, notes: report.notes)
     step.shown = events.filter {
       switch $0.kind {
       case .activity, .blocks: false

@@ -86,7 +86,7 @@ public enum SignalsDemo {
       DemoStep(
         caption:
           "A Dispatch thread sends SIGUSR1 three times; Loop.main's SignalSource counts reloads",
-        events: reloadTrace,
+        trace: reloadTrace,
         notes: [
           "Woken by \(reloadTrace.wakeCausesText): the process-wide handler counted each delivery and "
             + "wrote the source's eventfd; the count reached the handler on the main thread.",
@@ -97,14 +97,14 @@ public enum SignalsDemo {
         ]),
       DemoStep(
         caption: "A child process (`sh -c 'exit 7'`) watched through its pidfd",
-        events: childTrace,
+        trace: childTrace,
         notes: [
           "The child \(termination.value.map(\.description) ?? "never ended") and was reaped: "
             + "no zombie is left (waitpid now says ECHILD: \(isReaped(child)))."
         ]),
       DemoStep(
         caption: "\(queued) jobs queued on the two workers, then SIGTERM",
-        events: stopTrace,
+        trace: stopTrace,
         notes: [
           "The SIGTERM handler called workers.stop() and workers.join(): every job queued "
             + "before the stop ran (\(finished.value) of \(queued)), then Loop.main stopped.",

@@ -76,7 +76,7 @@ public enum SourcesDemo {
     report.steps.append(
       DemoStep(
         caption: "A loop with a manual source \"manual\" and a descriptor source on a pipe",
-        events: tracer.events, notes: notes))
+        trace: tracer.snapshot(), notes: notes))
     report.explanation = """
       A manual source (CF's version-0 source) is a flag the loop checks at the top of each \
       pass. Setting it wakes nobody: the thread sleeps in epoll_wait, and only file \

@@ -50,7 +50,11 @@ public enum StepDemo {
       } else {
         notes.append("A source was handled, so the pass only looked at the kernel: no sleep.")
       }
-      report.steps.append(DemoStep(caption: caption, events: pass.events, notes: notes))
+      // The pass's events count from where the virtual clock began, as its tracer's did.
+      let names = Dictionary(pass.events.map { ($0.thread, "VirtualLoop") }) { name, _ in name }
+      let trace = LoopTracer.Snapshot(
+        origin: VirtualLoop.defaultStart, events: pass.events, threadNames: names)
+      report.steps.append(DemoStep(caption: caption, trace: trace, notes: notes))
     }
     report.explanation = """
       Each step() is one pass of the real loop code in CFRunLoop's order — beforeTimers, \

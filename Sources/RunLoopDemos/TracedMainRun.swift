@@ -2,14 +2,14 @@ import Dispatch
 import Glibc
 import RunLoopKit
 
-/// Runs `loop` in `mode` with a tracer attached and returns the trace; for the scenarios on
+/// Runs `loop` in `mode` with a tracer attached and returns its snapshot; for the scenarios on
 /// `Loop.main`. `start` runs on a Dispatch worker once the loop sleeps, so what it posts or
 /// sends shows up as what woke the loop (with `startWhenAsleep` false, nothing is started).
 func tracedRun(
   _ loop: Loop, mode: Loop.Mode = .default, expect: Loop.RunResult = .stopped,
   for duration: Duration = .seconds(5), startWhenAsleep: Bool = true,
   start: @escaping @Sendable () -> Void
-) throws -> [LoopTracer.Event] {
+) throws -> LoopTracer.Snapshot {
   let tracer = LoopTracer()
   try tracer.attach(to: loop)
   if startWhenAsleep {
@@ -23,7 +23,12 @@ func tracedRun(
   guard result == expect else {
     throw DemoError("Loop.main's run in \(mode) returned \(result), not \(expect)")
   }
-  return tracer.events
+  return tracer.snapshot()
+}
+
+extension LoopTracer.Snapshot {
+  /// What ended the snapshot's sleeps, in order (see the events' `wakeCausesText`).
+  var wakeCausesText: String { events.wakeCausesText }
 }
 
 extension [LoopTracer.Event] {

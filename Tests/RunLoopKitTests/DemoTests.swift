@@ -73,14 +73,23 @@ extension RunLoopKitTests {
       #expect(told == activities)
       let pass = ["beforeTimers", "beforeSources", "beforeWaiting", "afterWaiting"]
       #expect(told == ["entry"] + pass + pass + ["exit"])
+      // Each activity is followed by the observer's callout.
       #expect(
         events.map { $0.kind.withoutLateness } == [
-          .activity(.entry), .activity(.beforeTimers), .activity(.beforeSources),
-          .blocks(count: 1), .activity(.beforeWaiting), .slept(wokenBy: [.timer]),
-          .activity(.afterWaiting), .timer("tick", lateness: .zero),
-          .activity(.beforeTimers), .activity(.beforeSources), .activity(.beforeWaiting),
-          .slept(wokenBy: [.timer]), .activity(.afterWaiting), .timer("tick", lateness: .zero),
-          .activity(.exit), .returned(.finished),
+          .activity(.entry), .observer(.entry, order: 0),
+          .activity(.beforeTimers), .observer(.beforeTimers, order: 0),
+          .activity(.beforeSources), .observer(.beforeSources, order: 0), .blocks(count: 1),
+          .activity(.beforeWaiting), .observer(.beforeWaiting, order: 0),
+          .slept(wokenBy: [.timer]),
+          .activity(.afterWaiting), .observer(.afterWaiting, order: 0),
+          .timer("tick", lateness: .zero),
+          .activity(.beforeTimers), .observer(.beforeTimers, order: 0),
+          .activity(.beforeSources), .observer(.beforeSources, order: 0),
+          .activity(.beforeWaiting), .observer(.beforeWaiting, order: 0),
+          .slept(wokenBy: [.timer]),
+          .activity(.afterWaiting), .observer(.afterWaiting, order: 0),
+          .timer("tick", lateness: .zero),
+          .activity(.exit), .observer(.exit, order: 0), .returned(.finished),
         ])
     }
 

@@ -67,13 +67,14 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   /// Does not wake the loop. Signalling an already signalled source keeps its original place
   /// in line; signalling an invalid source does nothing.
   public func signal() {
-    binding.lock.withLock {
-      guard isValidLocked, !signalled else { return }
+    let traced = binding.lock.withLock { () -> Loop? in
+      guard isValidLocked, !signalled else { return nil }
       signalled = true
       signalSequence = SignalClock.next()
       // After the flag: a loop that reads the new count sees the flag when it looks.
-      binding.ownerUnlocked?.manualSignals.add(1, ordering: .releasing)
+      return binding.ownerUnlocked?.countSignal()
     }
+    traced?.traceSignalSent(self)  // after the unlock: the binding's lock is a leaf lock
   }
 
   /// `signal()` followed by a wake-up of the loop the source belongs to.

@@ -10,8 +10,13 @@ extension Loop {
   // MARK: Observers
 
   func notifyObservers(_ activity: Activity, in mode: ModeState) {
-    traceSink(mode.mode)?.record(.activity(activity))
-    guard mode.observedActivities.load(ordering: .relaxed) & activity.rawValue != 0 else { return }
+    guard mode.observedActivities.load(ordering: .relaxed) & activity.rawValue != 0 else {
+      traceSink(mode.mode)?.record(.activity(activity))
+      return
+    }
+    // Kept for the observers' callouts only when there are any: holding it costs.
+    let sink = traceSink(mode.mode)
+    sink?.record(.activity(activity))
     let observers = lock.withLock { mode.observers.filter { $0.activities.contains(activity) } }
     for observer in observers {
       // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted, which
@@ -20,7 +25,9 @@ extension Loop {
       let handler = takeObserverHandlerLocked(observer, in: mode)
       lock.unlock()
       guard let handler else { continue }
+      let began = sink?.now
       handler(observer, activity)
+      sink?.record(.observer(activity, order: observer.order), since: began)
       lock.withLock { observer.isFiring = false }
       if !observer.repeats { observer.invalidate() }
     }

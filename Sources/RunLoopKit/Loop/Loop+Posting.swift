@@ -126,6 +126,7 @@ extension Loop {
   /// The deferred half of `requestWakeLocked`, once the lock is released.
   func send(_ signal: WakeSignal) {
     if case .eventfd = signal { TestPausePoint.reach(.wakeWriteDecided, by: self) }
+    traceWakeUpSent(signal)
     sendHoldingLock(signal)
   }
 

@@ -242,6 +242,9 @@ struct SwimLaneCanvas {
     case .descriptor(let name, _, let events): "\(name) \(events)"
     case .port(let name): name
     case .mainQueue: "main queue"
+    case .observer(let activity, _): "observer: \(activity)"
+    case .signalSent(let name): "\(name) signalled by thread \(event.thread)"
+    case .wakeUpSent(let route): "woken by thread \(event.thread) (\(route))"
     case .spun(let causes):
       "spun \(LoopTracer.format(event.duration))"
         + (causes.isEmpty ? "" : " → " + causes.map(\.description).joined(separator: " + "))

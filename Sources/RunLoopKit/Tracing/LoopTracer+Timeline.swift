@@ -2,17 +2,17 @@
 /// rendering shares.
 extension LoopTracer {
   /// The swim lanes of a trace, top to bottom in the order a pass visits them. Each activity
-  /// sits in the lane of the phase it announces.
+  /// sits in the lane of the phase it announces, and so do the observers told of it.
   public enum Lane: Int, CaseIterable, Sendable, CustomStringConvertible {
     /// Entry, exit, and what each run returned.
     case run
     /// beforeTimers and the timers that fired.
     case timers
-    /// beforeSources and the manual sources performed.
+    /// beforeSources, the manual sources performed, and signals other threads sent them.
     case sources
     /// `perform` blocks.
     case blocks
-    /// beforeWaiting, the sleep, afterWaiting.
+    /// beforeWaiting, the sleep, afterWaiting, and wake-ups other threads sent.
     case waiting
     /// Descriptor sources and ports handled after a wake.
     case descriptors
@@ -106,25 +106,38 @@ extension LoopTracer.Event {
   /// The lane this event is drawn in.
   public var lane: LoopTracer.Lane {
     switch kind {
-    case .activity(let activity):
-      switch activity {
-      case .beforeTimers: .timers
-      case .beforeSources: .sources
-      case .beforeWaiting, .afterWaiting: .waiting
-      default: .run
-      }
+    case .activity(let activity), .observer(let activity, _): Self.lane(of: activity)
     case .returned: .run
     case .timer: .timers
     case .manualSource: .sources
     case .blocks: .blocks
-    case .slept, .spun: .waiting
+    case .slept, .spun, .wakeUpSent: .waiting
     case .descriptor, .port, .mainQueue: .descriptors
+    case .signalSent: .sources
+    }
+  }
+
+  /// The lane of the phase `activity` announces.
+  private static func lane(of activity: Loop.Activity) -> LoopTracer.Lane {
+    switch activity {
+    case .beforeTimers: .timers
+    case .beforeSources: .sources
+    case .beforeWaiting, .afterWaiting: .waiting
+    default: .run
     }
   }
 
   var isSleep: Bool {
     if case .slept = kind { return true }
     return false
+  }
+
+  /// Recorded on the thread that sent it to the loop, not on the loop's own.
+  var isSent: Bool {
+    switch kind {
+    case .signalSent, .wakeUpSent: true
+    default: false
+    }
   }
 
   /// What happened, in a few words.
@@ -161,6 +174,13 @@ extension LoopTracer.Event {
         + (causes.isEmpty
           ? "nothing came"
           : "then found " + causes.map(\.description).joined(separator: " + "))
+    case .observer(let activity, let order):
+      "observer told of \(activity)" + (order == 0 ? "" : " (order \(order))")
+    case .signalSent(let name):
+      "thread \(thread) signalled "
+        + (name == "manual source" ? name : "manual source \"\(name)\"")
+    case .wakeUpSent(let route):
+      "thread \(thread) woke the loop (\(route))"
     }
   }
 

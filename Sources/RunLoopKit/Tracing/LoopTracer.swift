@@ -1,14 +1,20 @@
+import Glibc
+
 /// Records what one loop does, pass by pass, on the monotonic clock: every activity an
-/// observer could see, plus what observers cannot — which block batch, source, port, timer or
-/// descriptor ran and for how long, how long the loop slept and what woke it, and why each
-/// run returned. `timeline()` renders the record as aligned text, `svg()` as swim lanes.
+/// observer could see, plus what observers cannot — which block batch, source, port, timer,
+/// descriptor or observer ran and for how long, how long the loop slept and what woke it, who
+/// signalled or woke it from another thread, and why each run returned. `timeline()` renders
+/// the record as aligned text, `svg()` as swim lanes, `chromeTraceJSON()` as a file Perfetto
+/// opens.
 ///
 /// CFRunLoop has no tracer; on Apple platforms the same picture comes from observers plus the
 /// kdebug trace points Instruments reads. Here the hooks are in the loop itself.
 ///
-/// Cost: a loop with no tracer attached pays one relaxed atomic load per phase. An attached
-/// tracer costs two clock reads and a lock per recorded event. The record is a ring of
-/// `capacity` events: once full, the oldest events are dropped and counted in `dropped`.
+/// Cost: a loop with no tracer attached pays one relaxed atomic load per phase, and so does a
+/// `ManualSource.signal()` or a wake-up sent to it. An attached tracer costs two clock reads
+/// and a lock per recorded event; what another thread sends costs that thread the loop's lock
+/// and a `gettid` too. The record is a ring of `capacity` events: once full, the oldest events
+/// are dropped and counted in `dropped`.
 ///
 /// ```swift
 /// let tracer = LoopTracer()
@@ -30,6 +36,10 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     public var mode: Loop.Mode
     /// What happened.
     public var kind: Kind
+    /// The kernel id (`gettid`) of the thread it happened on: the loop's thread (for a
+    /// `VirtualLoop`, the thread that made it) or, for `signalSent` and `wakeUpSent`, the
+    /// thread that sent them. A Chrome trace gives each thread a track of its own.
+    public var thread: pid_t
 
     /// When it ended, measured from the tracer's creation.
     public var end: Duration { start + duration }
@@ -62,6 +72,35 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     case spun(wokenBy: [WakeCause])
     /// A `run` call returned. A run of an empty mode returns `.finished` without any entry.
     case returned(Loop.RunResult)
+    /// An observer was told of an activity (its `order` tells apart several told of the same
+    /// one); the duration is its callout. Follows the activity's own event.
+    case observer(Loop.Activity, order: Int)
+    /// Another thread signalled one of the loop's manual sources (`ManualSource.signal()`);
+    /// carries the source's label. An instant, recorded on the sending thread (`thread`),
+    /// with the loop's mode and depth at the time (depth 0: the loop was not running).
+    case signalSent(String)
+    /// Another thread woke the sleeping loop: a post (`perform`, `ResidentThread.perform`)
+    /// that found it asleep, `wakeUp()`, `stop()`, `signalAndWake()`. An instant on the
+    /// sending thread, as `signalSent`. A wake-up of a busy loop is a flag its next wait
+    /// reads, not a message, and is not recorded.
+    case wakeUpSent(WakeUpRoute)
+  }
+
+  /// How a wake-up reached a sleeping loop. (`CFRunLoopWakeUp` sends a Mach message to the
+  /// loop's wake-up port; a Linux loop has two ways in.)
+  public enum WakeUpRoute: Sendable, Equatable, CustomStringConvertible {
+    /// A write to the loop's eventfd, in the epoll set of the mode it sleeps in.
+    case eventfd
+    /// A wake of the futex the loop sleeps on when its mode watches no descriptor.
+    case futex
+
+    /// `eventfd write` or `futex wake`.
+    public var description: String {
+      switch self {
+      case .eventfd: "eventfd write"
+      case .futex: "futex wake"
+      }
+    }
   }
 
   /// What ended a sleep.
@@ -124,6 +163,10 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     /// given, so comparing it needs no look at the weak `loop` on every event.
     var token: UInt64 = 0
     var lastToken: UInt64 = 0
+    /// The name of each thread events were recorded on, for a Chrome trace's tracks.
+    var threadNames: [pid_t: String] = [:]
+    /// The kernel id of the followed loop's thread: where its own events happen.
+    var loopThread: pid_t = 0
   }
 
   /// - Parameter capacity: how many events to keep (at least 1); the oldest go first.
@@ -158,6 +201,8 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       let origin = loop.virtualClock?.start ?? createdAt
       let attachedAt = origin.duration(to: loop.now)
       try loop.installTracer(self, token: state.lastToken)
+      state.threadNames[loop.threadID] = loop.traceTrackName
+      state.loopThread = loop.threadID
       state.loop = loop
       state.token = state.lastToken
       state.attachedAt = attachedAt
@@ -183,6 +228,16 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   /// Events that did not fit in `capacity` and were dropped, oldest first.
   public var dropped: Int { lock.withLock { state.dropped } }
 
+  /// The events recorded so far, oldest first, with their origin and the names of their
+  /// threads, read together: what `chromeTraceJSON(of:)` renders. Safe from any thread.
+  public func snapshot() -> Snapshot {
+    lock.withLock {
+      Snapshot(
+        origin: state.origin, events: Array(state.ring[state.next...] + state.ring[..<state.next]),
+        threadNames: state.threadNames, dropped: state.dropped)
+    }
+  }
+
   /// How many events were recorded so far, dropped and cleared ones included: a mark for
   /// `events(recordedSince:)`.
   var recordedCount: Int { lock.withLock { state.recorded } }
@@ -206,10 +261,22 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     }
   }
 
-  /// Records `kind` from `start` to `end` on the followed loop's clock.
+  /// Remembers the name of the thread with kernel id `thread` for its track, unless known.
+  /// The name is read outside the lock (it may take a syscall), once per thread.
+  func nameThread(_ thread: pid_t, _ name: () -> String) {
+    guard lock.withLock({ state.threadNames[thread] == nil }) else { return }
+    let name = name()
+    lock.withLock {
+      if state.threadNames[thread] == nil { state.threadNames[thread] = name }
+    }
+  }
+
+  /// Records `kind` from `start` to `end` on the followed loop's clock, as happening on the
+  /// loop's thread or, for what another thread sent, on `thread`. (The loop's phases pass no
+  /// thread: a larger `TraceSink` made every phase's copy of it dearer.)
   func record(
     _ kind: Kind, from start: LoopClock.Instant, to end: LoopClock.Instant, depth: Int,
-    mode: Loop.Mode, token: UInt64
+    mode: Loop.Mode, token: UInt64, thread: pid_t? = nil
   ) {
     lock.withLock {
       // A phase takes its sink before a callout and records after it; if the tracer was
@@ -218,7 +285,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       // Something that ended before the attach (a spin just before an attach-while-asleep).
       var event = Event(
         start: state.origin.duration(to: start), duration: start.duration(to: end),
-        depth: depth, mode: mode, kind: kind)
+        depth: depth, mode: mode, kind: kind, thread: thread ?? state.loopThread)
       guard event.end >= state.attachedAt else { return }
       if event.start < state.attachedAt {  // a sleep that began before the attach
         event.duration = event.end - state.attachedAt

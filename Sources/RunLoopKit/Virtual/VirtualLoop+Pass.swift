@@ -24,11 +24,11 @@ extension VirtualLoop {
     }
 
     /// The callouts the pass made, in order: block batches, manual sources, timers,
-    /// descriptor sources and ports.
+    /// descriptor sources and ports (observers are told of `activities`).
     public var callouts: [LoopTracer.Kind] {
       ownEvents.map(\.kind).filter {
         switch $0 {
-        case .activity, .slept, .spun, .returned: false
+        case .activity, .slept, .spun, .returned, .observer: false
         default: true
         }
       }
@@ -60,10 +60,12 @@ extension VirtualLoop {
       LoopTracer.fixed(duration.saturatedNanoseconds / 1_000, unit: 1_000, decimals: 3)
     }
 
-    /// The events of the step's own run, not of runs nested in its callouts.
+    /// The events of the step's own run, not of runs nested in its callouts, nor what other
+    /// threads sent the loop meanwhile.
     private var ownEvents: [LoopTracer.Event] {
-      let top = events.map(\.depth).min() ?? 0
-      return events.filter { $0.depth == top }
+      let loopEvents = events.filter { !$0.isSent }
+      let top = loopEvents.map(\.depth).min() ?? 0
+      return loopEvents.filter { $0.depth == top }
     }
   }
 }
