@@ -195,7 +195,7 @@ extension RunLoopKitTests {
     @Test(
       "A nested run inside a loop executor's job runs plain blocks but no other job of that loop; the job waiting runs after it"
     )
-    func nestedRunInsideAJobHoldsOtherJobs() async throws {
+    func test_92_nestedRunInsideAJobHoldsOtherJobs() async throws {
       let thread = LoopThread { loop in loop.run() }
       let counter = LoopPinnedCounter(executor: thread.loop.executor)
       thread.start()

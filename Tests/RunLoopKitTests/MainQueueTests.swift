@@ -5,7 +5,7 @@ import XCTest
 
 @testable import RunLoopKit
 
-/// `Loop.main` serves `DispatchQueue.main` and the main actor (SEMANTICS 57, 58). XCTest runs
+/// `Loop.main` serves `DispatchQueue.main` and the main actor (checklist lines 57 and 58). XCTest runs
 /// these on the process's main thread, which Swift Testing does not.
 final class MainQueueTests: XCTestCase {
   override func setUp() {

@@ -197,7 +197,7 @@ struct RealLoopDriver {
   }
 }
 
-/// The semantics of SEMANTICS.md lines 5–49 for zero-length runs, written as plainly as
+/// The semantics of checklist lines 5–49 for zero-length runs, written as plainly as
 /// possible: no kernel, no threads, no locks.
 final class LoopModel {
   struct Source {

@@ -1,6 +1,6 @@
 import Testing
 
-/// SEMANTICS 63: `Loop.run` is `noasync`. A compile-time property, so the test compiles a
+/// Checklist line 63: `Loop.run` is `noasync`. A compile-time property, so the test compiles a
 /// two-line client against the RunLoopKit module this test binary was built with.
 extension RunLoopKitTests {
   @Suite("Running a loop from async code") struct Noasync {

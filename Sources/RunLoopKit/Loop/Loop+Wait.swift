@@ -1,4 +1,4 @@
-/// The wait phase of a pass: "wait on the mode's epoll set" in DESIGN.md's pseudo-code, read
+/// The wait phase of a pass: the "wait" step of the iteration in *Anatomy of an iteration*, read
 /// top to bottom in `waitForEvents`, one call per step.
 ///
 /// Where it sleeps: in `epoll_wait` on the mode's set when the mode has descriptors to watch,

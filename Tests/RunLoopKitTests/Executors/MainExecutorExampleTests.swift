@@ -4,7 +4,7 @@ import RunLoopKitExecutors
 import Testing
 
 extension RunLoopKitTests {
-  /// SEMANTICS 64, end to end: `loop-main-example` opts in with
+  /// Checklist line 64, end to end: `loop-main-example` opts in with
   /// `typealias DefaultExecutorFactory = LoopExecutorFactory` and is built with the flag that
   /// makes the compiler honour it. `swift test` builds it next to this test binary.
   @Suite("The program's main executor") struct MainExecutorExample {

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+extension RunLoopKitTests {
+  /// Every Swift snippet in the README is compiled and run by a test: this checks that each
+  /// one appears, line for line, in a test file, so a snippet edited in the README without its
+  /// test (or a test changed under its snippet) fails here.
+  @Suite("README snippets") struct ReadmeSnippets {
+    @Test("Every Swift snippet in the README appears line for line in a test")
+    func everySnippetIsATest() throws {
+      let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+      let readme = try String(
+        contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+      let snippets = Self.swiftSnippets(in: readme)
+      #expect(snippets.count >= 5, "the README's Swift snippets were not found")
+
+      var tests: [[String]] = []
+      let walker = FileManager.default.enumerator(
+        at: root.appendingPathComponent("Tests"), includingPropertiesForKeys: nil)
+      while let file = walker?.nextObject() as? URL {
+        guard file.pathExtension == "swift" else { continue }
+        tests.append(Self.codeLines(try String(contentsOf: file, encoding: .utf8)))
+      }
+      for snippet in snippets {
+        let found = tests.contains { Self.contains($0, snippet) }
+        #expect(found, "no test holds the README snippet that starts \"\(snippet.first ?? "")\"")
+      }
+    }
+
+    /// The README's ```swift blocks, each as its code lines.
+    static func swiftSnippets(in markdown: String) -> [[String]] {
+      var snippets: [[String]] = []
+      var current: [Substring]?
+      for line in markdown.split(separator: "\n", omittingEmptySubsequences: false) {
+        if current == nil, line.hasPrefix("```swift") {
+          current = []
+        } else if let lines = current, line.hasPrefix("```") {
+          snippets.append(codeLines(lines.joined(separator: "\n")))
+          current = nil
+        } else {
+          current?.append(line)
+        }
+      }
+      return snippets
+    }
+
+    /// Lines with their indentation trimmed, blank lines left out: a snippet indented inside
+    /// a test function still matches.
+    static func codeLines(_ text: String) -> [String] {
+      text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        .filter { !$0.isEmpty }
+    }
+
+    /// Whether `snippet` is a run of consecutive lines of `file`.
+    static func contains(_ file: [String], _ snippet: [String]) -> Bool {
+      guard !snippet.isEmpty, snippet.count <= file.count else { return snippet.isEmpty }
+      return (0...(file.count - snippet.count)).contains { start in
+        file[start..<(start + snippet.count)].elementsEqual(snippet)
+      }
+    }
+  }
+}
