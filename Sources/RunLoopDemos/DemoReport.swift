@@ -50,7 +50,7 @@ public struct DemoReport: Sendable {
         step.trace ?? LoopTracer.Snapshot(origin: VirtualLoop.defaultStart, events: step.events)
       if !snapshots.contains(snapshot) { snapshots.append(snapshot) }
     }
-    return LoopTracer.chromeTraceJSON(of: snapshots, processName: "runloop-demo \(name)")
+    return LoopTracer.chromeTraceJSON(snapshots: snapshots, processName: "runloop-demo \(name)")
   }
 }
 

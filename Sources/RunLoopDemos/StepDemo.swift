@@ -50,10 +50,9 @@ public enum StepDemo {
       } else {
         notes.append("A source was handled, so the pass only looked at the kernel: no sleep.")
       }
-      // The pass's events count from where the virtual clock began, as its tracer's did.
-      let names = Dictionary(pass.events.map { ($0.thread, "VirtualLoop") }) { name, _ in name }
-      let trace = LoopTracer.Snapshot(
-        origin: VirtualLoop.defaultStart, events: pass.events, threadNames: names)
+      // The pass's events count from where the virtual clock began, as its tracer's did; the
+      // export names a virtual loop's track itself.
+      let trace = LoopTracer.Snapshot(origin: VirtualLoop.defaultStart, events: pass.events)
       report.steps.append(DemoStep(caption: caption, trace: trace, notes: notes))
     }
     report.explanation = """

@@ -66,8 +66,8 @@ extension RunLoopKitTests {
       let trace = try ParsedChromeTrace(tracer.chromeTraceJSON())
       #expect(trace.problems.isEmpty, "\(trace.problems)")
       let (loopTrack, sender) = (Int(loop.threadID), Int(crl_gettid()))
-      #expect(trace.threadNames[loopTrack] != nil)
-      #expect(trace.threadNames[sender] != nil)
+      #expect(trace.threadNames[loopTrack] == loop.threadName ?? "thread \(loop.threadID)")
+      #expect(trace.threadNames[sender] == currentThreadTrackName())
       #expect(trace.events.allSatisfy { trace.int($0["pid"]) == Int(getpid()) })
 
       // The runs: the outer one stopped, the nested one inside the block that ran it.
@@ -77,6 +77,7 @@ extension RunLoopKitTests {
       let blocks = trace.slices(on: loopTrack, category: "blocks")
       #expect(blocks.count == 3, "the nested run's block, the inner block, the stop block")
       #expect(blocks.contains { trace.contains($0, runs[1]) })
+      #expect(trace.string(trace.parent(of: runs[1])?["cat"]) == "blocks")
       // One pass slice per beforeTimers, each numbered within its run.
       let passes = trace.slices(on: loopTrack, category: "pass")
       #expect(passes.count == trace.instants(on: loopTrack, named: "beforeTimers").count)
@@ -103,17 +104,21 @@ extension RunLoopKitTests {
       #expect(observed.allSatisfy { $0 == "observer: beforeWaiting" })
       #expect(observed.count == trace.instants(on: loopTrack, named: "beforeWaiting").count)
 
-      // What this thread sent: one signal, and a wake-up for wakeUp() and each perform.
+      // What this thread sent: one signal, and a wake-up for wakeUp() and each perform (each
+      // made once the loop slept; the port, the pipe and the timer wake it through their own
+      // descriptors). The signal is stamped before the loop performed the source.
       let signals = trace.instants(on: sender, category: "signal")
       #expect(signals.map { trace.arg($0, "source") } == ["manual"])
+      let source = try #require(trace.slices(on: loopTrack, category: "source").first)
+      #expect(signals.allSatisfy { trace.nanoseconds($0).start <= trace.nanoseconds(source).start })
       let wakeUps = trace.instants(on: sender, category: "wake-up")
-      #expect(wakeUps.count >= 3)
+      #expect(wakeUps.count == 3)
       #expect(wakeUps.allSatisfy { trace.arg($0, "via") == "eventfd write" })
       #expect(trace.instants(on: loopTrack, category: "signal").isEmpty)
     }
 
     @Test(
-      "88. Passes and runs follow the activities; zero-length slices at one virtual instant still nest, outer first, and the file is the same on every run"
+      "88. Passes and runs follow the activities; events at one virtual instant are spread 1 ns apart so each nests as Perfetto draws it, and the file is the same on every run"
     )
     func test_88_passesRunsAndZeroLengthNesting() throws {
       let inner = Loop.Mode("inner")
@@ -138,8 +143,7 @@ extension RunLoopKitTests {
 
       let trace = try ParsedChromeTrace(json)
       #expect(trace.problems.isEmpty, "\(trace.problems)")
-      let track = try #require(Set(events.map { Int($0.thread) }).first)
-      #expect(trace.threadNames[track] == "VirtualLoop (virtual time)")
+      let track = try #require(trace.threadNames.first { $0.value == "VirtualLoop" }?.key)
       let count = { (kind: (LoopTracer.Kind) -> Bool) in events.filter { kind($0.kind) }.count }
       #expect(
         trace.slices(on: track, category: "pass").count
@@ -149,14 +153,39 @@ extension RunLoopKitTests {
       #expect(
         trace.slices(on: track, category: "wait").count
           == count { if case .slept = $0 { true } else { false } })
-      #expect(trace.slices(on: track, category: "timer").count == 3, "at 100, 200 and 300 ms")
-      // The block and the run nested in it start and end at the same instant; the block
-      // comes first in the file, so a viewer reading in order nests the run inside it.
-      let order = trace.events.map { trace.string($0["name"]) }
-      let block = try #require(order.firstIndex(of: "blocks"))
-      let nested = try #require(order.firstIndex(of: "run(in: inner)"))
-      #expect(block < nested)
-      #expect(trace.contains(trace.events[block], trace.events[nested]))
+      let timers = trace.slices(on: track, category: "timer")
+      #expect(timers.count == 3, "at 100, 200 and 300 ms")
+      // Nothing lasts no time (a viewer would nest nothing in it), yet nothing moved far.
+      #expect(trace.slices(on: track).allSatisfy { (trace.number($0["dur"]) ?? 0) > 0 })
+      #expect(timers.map { Int((trace.number($0["ts"]) ?? 0) / 1_000) } == [100, 200, 300])
+      // The block and the run nested in it happen at one instant and last no time: the run
+      // is drawn inside the block, its pass inside it, the inner block inside that pass.
+      let block = try #require(
+        trace.slices(on: track, category: "blocks").first { trace.int($0["args"], "depth") == 1 })
+      let nested = try #require(
+        trace.slices(on: track, category: "run").first {
+          trace.string($0["name"]) == "run(in: inner)"
+        })
+      #expect(
+        trace.parent(of: nested).map { trace.nanoseconds($0).start }
+          == trace.nanoseconds(block).start)
+      #expect(trace.string(trace.parent(of: nested)?["cat"]) == "blocks")
+      let innerBlock = try #require(
+        trace.slices(on: track, category: "blocks").first { trace.arg($0, "mode") == "inner" })
+      #expect(
+        trace.ancestors(of: innerBlock).prefix(3).map { trace.string($0["cat"]) }
+          == ["pass", "run", "blocks"])
+      // A timer fired after a sleep is drawn in the pass that slept, not in the next one,
+      // which begins at the same virtual instant.
+      for timer in timers {
+        let pass = try #require(trace.parent(of: timer))
+        #expect(trace.string(pass["cat"]) == "pass")
+        let sleep = trace.slices(on: track, category: "wait").last {
+          trace.nanoseconds($0).start < trace.nanoseconds(timer).start
+        }
+        let sleptIn = sleep.flatMap { trace.parent(of: $0) }
+        #expect(sleptIn.map { trace.nanoseconds($0).start } == trace.nanoseconds(pass).start)
+      }
     }
 
     @Test("88. Two loops on two threads: two named tracks on one time line")
@@ -186,6 +215,9 @@ extension RunLoopKitTests {
 
       let trace = try ParsedChromeTrace(LoopTracer.chromeTraceJSON(of: [alphaTracer, betaTracer]))
       #expect(trace.problems.isEmpty, "\(trace.problems)")
+      let snapshots = try ParsedChromeTrace(
+        LoopTracer.chromeTraceJSON(snapshots: [alphaTracer.snapshot(), betaTracer.snapshot()]))
+      #expect(snapshots.events.count == trace.events.count)
       let (a, b) = (Int(alpha.threadID), Int(beta.threadID))
       #expect(a != b)
       #expect(trace.threadNames[a] == "alpha")
@@ -196,7 +228,7 @@ extension RunLoopKitTests {
       // The wake-ups this thread sent, each naming the loop it woke.
       let sent = trace.instants(on: Int(crl_gettid()), category: "wake-up")
       #expect(sent.map { trace.arg($0, "loop") } == ["alpha", "beta"])
-      #expect(trace.threadNames[Int(crl_gettid())] != nil)
+      #expect(trace.threadNames[Int(crl_gettid())] == currentThreadTrackName())
     }
 
     @Test("88. Labels with quotes, backslashes and control characters survive as JSON strings")
@@ -289,7 +321,9 @@ extension RunLoopKitTests {
       #expect(trace.string(trace.top["displayTimeUnit"]) == "ms")
     }
 
-    @Test("88. The checks above catch overlapping slices, unnamed threads and missing fields")
+    @Test(
+      "88. The checks above catch overlapping slices, unnamed threads, missing fields and unnamed name records, and nest slices as Perfetto does"
+    )
     func test_88_theChecksCatchBrokenTraces() throws {
       let broken = """
         {"traceEvents":[
@@ -298,15 +332,29 @@ extension RunLoopKitTests {
         {"name":"b","cat":"c","ph":"X","ts":3.000,"dur":5.000,"pid":1,"tid":2},
         {"name":"c","cat":"c","ph":"X","ts":1.000,"dur":1.000,"pid":1,"tid":3},
         {"name":"d","ph":"i","ts":1.000,"pid":1,"tid":2},
-        {"name":"e","ph":"X","pid":1,"tid":2}
+        {"name":"e","ph":"X","pid":1,"tid":2},
+        {"name":"thread_name","ph":"M","ts":0,"pid":1,"tid":4},
+        {"name":"f","cat":"c","ph":"X","ts":20.000,"dur":0.000,"pid":1,"tid":2},
+        {"name":"g","cat":"c","ph":"X","ts":20.000,"dur":0.000,"pid":1,"tid":2},
+        {"name":"h","cat":"c","ph":"X","ts":30.000,"dur":2.000,"pid":1,"tid":2},
+        {"name":"k","cat":"c","ph":"X","ts":32.000,"dur":1.000,"pid":1,"tid":2},
+        {"name":"m","cat":"c","ph":"X","ts":30.000,"dur":2.000,"pid":1,"tid":2}
         ]}
         """
-      let problems = try ParsedChromeTrace(broken).problems
+      let trace = try ParsedChromeTrace(broken)
+      let problems = trace.problems
       #expect(problems.contains { $0.hasPrefix("b ") && $0.contains("overlaps a") })
       #expect(problems.contains("tid 3 has no name"))
       #expect(problems.contains("instant not thread-scoped: d"))
       #expect(problems.contains { $0.hasPrefix("missing name, ts, pid or tid") })
-      #expect(problems.count == 4, "\(problems)")
+      #expect(problems.contains("thread_name without args.name: tid 4"))
+      #expect(problems.count == 5, "\(problems)")
+      // Perfetto's rule: a slice lasting no time holds nothing, not even one just like it; a
+      // slice starting where another ends follows it; one with the same span nests.
+      let named = { (name: String) in trace.events.first { trace.string($0["name"]) == name }! }
+      #expect(trace.parent(of: named("g")) == nil)
+      #expect(trace.parent(of: named("k")) == nil)
+      #expect(trace.string(trace.parent(of: named("m"))?["name"]) == "h")
     }
 
     @Test("88. Times are written as exact microseconds; strings escape what JSON requires")
@@ -320,4 +368,10 @@ extension RunLoopKitTests {
       #expect(JSONText.quoted("a\"b\\c\nd\u{01}\u{2028}") == "\"a\\\"b\\\\c\\nd\\u0001\\u2028\"")
     }
   }
+}
+
+/// The name the export gives the calling thread's track when it sends to a loop.
+func currentThreadTrackName() -> String {
+  let tid = crl_gettid()
+  return tid == getpid() ? "main" : ThreadName.of(pthread_self()) ?? "thread \(tid)"
 }

@@ -23,8 +23,8 @@ struct ParsedChromeTrace {
   }
 
   /// What breaks the format's rules: a missing field, an unknown phase, a negative duration,
-  /// an instant without thread scope, a tid without a thread name, slices that overlap on
-  /// one track without nesting.
+  /// an instant without thread scope, a tid without a thread name, a name record without its
+  /// `args.name`, slices that overlap on one track without nesting.
   var problems: [String] {
     var problems: [String] = []
     var used: Set<Int> = []
@@ -48,31 +48,67 @@ struct ParsedChromeTrace {
         if !["process_name", "thread_name", "thread_sort_index"].contains(name) {
           problems.append("unknown metadata \(name)")
         }
+        let key = name == "thread_sort_index" ? "sort_index" : "name"
+        if (event["args"] as? [String: Any])?[key] == nil {
+          problems.append("\(name) without args.\(key): tid \(tid)")
+        }
       default: problems.append("unknown phase: \(event)")
       }
     }
     for tid in used.subtracting(threadNames.keys) { problems.append("tid \(tid) has no name") }
-    for tid in used { problems += nestingProblems(on: tid) }
+    for tid in used { problems += drawn(on: tid).problems }
     return problems
   }
 
-  /// A stack of open slices: each slice must end before or inside the innermost one open.
-  private func nestingProblems(on tid: Int) -> [String] {
-    // By start, and among slices starting together the longest (the outermost) first.
-    let spans = slices(on: tid).map { (span: nanoseconds($0), name: string($0["name"])) }
-      .sorted { ($0.span.start, -$0.span.end) < ($1.span.start, -$1.span.end) }
-    var open: [(span: (start: Int64, end: Int64), name: String)] = []
-    var problems: [String] = []
-    for slice in spans {
-      while let last = open.last, last.span.end <= slice.span.start, last.span != slice.span {
-        open.removeLast()
-      }
-      if let last = open.last, slice.span.end > last.span.end {
-        problems.append("\(slice.name) \(slice.span) overlaps \(last.name) \(last.span)")
-      }
-      open.append(slice)
+  /// The slice Perfetto draws `event` (a slice or an instant) inside, if any.
+  func parent(of event: [String: Any]) -> [String: Any]? {
+    guard let index = events.firstIndex(where: { ($0 as NSDictionary).isEqual(to: event) }),
+      let tid = int(event["tid"]), let parent = drawn(on: tid).parents[index]
+    else { return nil }
+    return events[parent]
+  }
+
+  /// The slices Perfetto draws `event` inside, innermost first.
+  func ancestors(of event: [String: Any]) -> [[String: Any]] {
+    var chain: [[String: Any]] = []
+    var next = parent(of: event)
+    while let slice = next {
+      chain.append(slice)
+      next = parent(of: slice)
     }
-    return problems
+    return chain
+  }
+
+  /// What Perfetto's importer makes of one track (its SliceTracker): the events by start, a
+  /// slice before the slices and instants starting with it when it is longer; a slice ends
+  /// (is popped) at the first event starting at or after its end, so one lasting no time never
+  /// holds anything; an event that starts inside the open slice is its child and must end by
+  /// its end. No exception for slices with identical spans.
+  private func drawn(on tid: Int) -> (parents: [Int: Int], problems: [String]) {
+    let onTrack = events.indices.filter {
+      int(events[$0]["tid"]) == tid && ["X", "i"].contains(string(events[$0]["ph"]))
+    }
+    let spans = onTrack.map { (index: $0, span: nanoseconds(events[$0])) }
+      .sorted {
+        ($0.span.start, $0.span.start - $0.span.end, $0.index)
+          < ($1.span.start, $1.span.start - $1.span.end, $1.index)
+      }
+    var open: [(index: Int, end: Int64)] = []
+    var parents: [Int: Int] = [:]
+    var problems: [String] = []
+    for item in spans {
+      while let last = open.last, last.end <= item.span.start { open.removeLast() }
+      if let last = open.last, item.span.end > last.end {
+        let (name, outer) = (string(events[item.index]["name"]), events[last.index])
+        problems.append(
+          "\(name) \(item.span) overlaps \(string(outer["name"])) \(nanoseconds(outer))")
+      }
+      if let last = open.last { parents[item.index] = last.index }
+      if string(events[item.index]["ph"]) == "X" {
+        open.append((item.index, item.span.end))
+      }
+    }
+    return (parents, problems)
   }
 
   func slices(on tid: Int, category: String? = nil) -> [[String: Any]] {
@@ -95,7 +131,8 @@ struct ParsedChromeTrace {
     slices(on: tid, category: category).map { string($0["name"]) }
   }
 
-  /// Whether slice `outer` spans slice `inner`, ends included.
+  /// Whether slice `outer` spans slice `inner`, ends included (in time; see `parent(of:)` for
+  /// what a viewer draws).
   func contains(_ outer: [String: Any], _ inner: [String: Any]) -> Bool {
     let (a, b) = (nanoseconds(outer), nanoseconds(inner))
     return a.start <= b.start && b.end <= a.end

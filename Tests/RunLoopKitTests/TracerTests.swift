@@ -115,9 +115,9 @@ extension RunLoopKitTests {
         let events = tracer.events
         #expect(events.allSatisfy { $0.start >= beforeAttach && $0.duration >= .zero })
         // The loop's first event; the wake-up this thread sent is recorded on its own thread.
-        let loopEvents = events.filter { $0.thread == loop.threadID }
+        let loopEvents = events.filter { $0.threadID == loop.threadID }
         #expect(loopEvents.first?.kind == .slept(wokenBy: [.wakeUp]), "\(policy)")
-        #expect(events.filter { $0.thread != loop.threadID }.map(\.kind) == [.wakeUpSent(.futex)])
+        #expect(events.filter { $0.threadID != loop.threadID }.map(\.kind) == [.wakeUpSent(.futex)])
         #expect(!events.contains { if case .spun = $0.kind { true } else { false } })
       }
     }

@@ -67,14 +67,15 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   /// Does not wake the loop. Signalling an already signalled source keeps its original place
   /// in line; signalling an invalid source does nothing.
   public func signal() {
-    let traced = binding.lock.withLock { () -> Loop? in
+    let traced = binding.lock.withLock { () -> (loop: Loop, at: LoopClock.Instant)? in
       guard isValidLocked, !signalled else { return nil }
       signalled = true
       signalSequence = SignalClock.next()
       // After the flag: a loop that reads the new count sees the flag when it looks.
       return binding.ownerUnlocked?.countSignal()
     }
-    traced?.traceSignalSent(self)  // after the unlock: the binding's lock is a leaf lock
+    // After the unlock: the binding's lock is a leaf lock.
+    if let traced { traced.loop.traceSignalSent(self, at: traced.at) }
   }
 
   /// `signal()` followed by a wake-up of the loop the source belongs to.

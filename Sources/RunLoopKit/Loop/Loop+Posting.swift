@@ -126,12 +126,18 @@ extension Loop {
   /// The deferred half of `requestWakeLocked`, once the lock is released.
   func send(_ signal: WakeSignal) {
     if case .eventfd = signal { TestPausePoint.reach(.wakeWriteDecided, by: self) }
-    traceWakeUpSent(signal)
-    sendHoldingLock(signal)
+    guard signal != .none, tracing.load(ordering: .relaxed) else { return deliver(signal) }
+    sendTraced(signal)
   }
 
   /// `send(_:)` for the rare callers that wake the loop while still holding its lock.
   func sendHoldingLock(_ signal: WakeSignal) {
+    guard signal != .none, tracing.load(ordering: .relaxed) else { return deliver(signal) }
+    sendTracedHoldingLock(signal)
+  }
+
+  /// The syscall of `send(_:)`: a futex wake or an eventfd write.
+  func deliver(_ signal: WakeSignal) {
     switch signal {
     case .none: return
     case .futex: futex.wake()

@@ -35,7 +35,7 @@ struct ChromeTraceEvent {
   /// callout zero long): a run before its passes, a pass before its callouts.
   var level = 0
 
-  var end: Int64 { start + duration }
+  var end: Int64 { start.clampedAdding(duration) }
 
   /// The entry as one JSON object, keys in the order the format's documents list them.
   var json: String {
@@ -64,5 +64,20 @@ struct ChromeTraceEvent {
       if x.level != y.level { return x.level < y.level }
       return a.offset < b.offset
     }.map(\.element)
+  }
+}
+
+extension Int64 {
+  /// `self + other`, held at the bounds instead of trapping: a hand-made `Snapshot` may hold
+  /// any times.
+  func clampedAdding(_ other: Int64) -> Int64 {
+    let (sum, overflow) = addingReportingOverflow(other)
+    return overflow ? (other > 0 ? .max : .min) : sum
+  }
+
+  /// `self - other`, held at the bounds instead of trapping.
+  func clampedSubtracting(_ other: Int64) -> Int64 {
+    let (difference, overflow) = subtractingReportingOverflow(other)
+    return overflow ? (other < 0 ? .max : .min) : difference
   }
 }

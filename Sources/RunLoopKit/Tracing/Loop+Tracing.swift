@@ -1,6 +1,4 @@
-import CRunLoopShims
 import Glibc
-import Synchronization
 
 /// The loop's side of `LoopTracer`: each phase asks for a sink once, and records into it
 /// only when a tracer is attached.
@@ -63,9 +61,9 @@ extension Loop {
   }
 
   /// What a Chrome trace calls the loop's track: `main` for the main thread's loop, else the
-  /// thread's name when the loop was made (a resident thread names itself first).
+  /// thread's name when the loop was made (a resident thread names itself first). A
+  /// `VirtualLoop`'s track is named by the export.
   var traceTrackName: String {
-    if virtualClock != nil { return "VirtualLoop (virtual time)" }
     if threadID == getpid() { return "main" }
     return threadName ?? "thread \(threadID)"
   }
@@ -108,62 +106,5 @@ extension DescriptorSource {
   func traceKind(_ events: Events) -> LoopTracer.Kind {
     if isMainQueue { return .mainQueue }
     return isPort ? .port(traceName) : .descriptor(traceName, fd: fileDescriptor, events: events)
-  }
-}
-
-/// What other threads send a traced loop, recorded on their own tracks. The hooks sit on
-/// paths that already decided to signal or wake: untraced, each costs one relaxed load.
-extension Loop {
-  /// `ManualSource.signal()` marked one of this loop's sources: moves the count a pass looks
-  /// at, and returns the loop when the signal is to be traced. Called under the source's
-  /// lock, a leaf lock: a virtual loop's thread is asked later, in `traceSignalSent`.
-  @inline(__always)
-  func countSignal() -> Loop? {
-    manualSignals.add(1, ordering: .releasing)
-    guard tracing.load(ordering: .relaxed) else { return nil }
-    // From the loop's own thread it is part of a callout: skipped before taking a reference.
-    if virtualClock == nil, pthread_equal(pthread_self(), thread) != 0 { return nil }
-    return self
-  }
-
-  /// `ManualSource.signal()` marked one of this loop's sources while it was traced.
-  func traceSignalSent(_ source: ManualSource) {
-    guard !isOwnThreadForTrace else { return }
-    traceSent(.signalSent(source.traceName))
-  }
-
-  /// A post, `wakeUp()` or `stop()` is about to send `signal`: one that goes to a sleeping
-  /// loop is recorded. Called without the loop's lock (recording takes the tracer's lock).
-  @inline(__always)
-  func traceWakeUpSent(_ signal: WakeSignal) {
-    guard signal != .none, tracing.load(ordering: .relaxed), !isOwnThreadForTrace else { return }
-    traceSent(.wakeUpSent(signal == .futex ? .futex : .eventfd))
-  }
-
-  /// On the loop's own thread a signal or wake-up happens inside a callout, recorded already.
-  private var isOwnThreadForTrace: Bool {
-    if let virtualClock { return virtualClock.isCurrentThread }
-    return pthread_equal(pthread_self(), thread) != 0
-  }
-
-  /// Records `kind` as an instant on the calling thread's track, with the loop's mode and
-  /// depth at the time.
-  private func traceSent(_ kind: LoopTracer.Kind) {
-    let sender = crl_gettid()
-    let sink = lock.withLock {
-      tracer.map {
-        TraceSink(
-          tracer: $0, token: tracerToken, mode: frames.last?.mode ?? .default,
-          depth: frames.count, clock: virtualClock)
-      }
-    }
-    guard let sink else { return }
-    sink.tracer.nameThread(sender) {
-      sender == getpid() ? "main" : ThreadName.of(pthread_self()) ?? "thread \(sender)"
-    }
-    let now = sink.now
-    sink.tracer.record(
-      kind, from: now, to: now, depth: sink.depth, mode: sink.mode, token: sink.token,
-      thread: sender)
   }
 }

@@ -243,8 +243,8 @@ struct SwimLaneCanvas {
     case .port(let name): name
     case .mainQueue: "main queue"
     case .observer(let activity, _): "observer: \(activity)"
-    case .signalSent(let name): "\(name) signalled by thread \(event.thread)"
-    case .wakeUpSent(let route): "woken by thread \(event.thread) (\(route))"
+    case .signalSent(let name): "\(name) signalled by thread \(event.threadID)"
+    case .wakeUpSent(let route): "woken by thread \(event.threadID) (\(route))"
     case .spun(let causes):
       "spun \(LoopTracer.format(event.duration))"
         + (causes.isEmpty ? "" : " → " + causes.map(\.description).joined(separator: " + "))

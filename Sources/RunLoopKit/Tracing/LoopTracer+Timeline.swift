@@ -177,10 +177,10 @@ extension LoopTracer.Event {
     case .observer(let activity, let order):
       "observer told of \(activity)" + (order == 0 ? "" : " (order \(order))")
     case .signalSent(let name):
-      "thread \(thread) signalled "
+      "thread \(threadID) signalled "
         + (name == "manual source" ? name : "manual source \"\(name)\"")
     case .wakeUpSent(let route):
-      "thread \(thread) woke the loop (\(route))"
+      "thread \(threadID) woke the loop (\(route))"
     }
   }
 

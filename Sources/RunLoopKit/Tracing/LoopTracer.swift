@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Records what one loop does, pass by pass, on the monotonic clock: every activity an
 /// observer could see, plus what observers cannot — which block batch, source, port, timer,
@@ -12,9 +13,13 @@ import Glibc
 ///
 /// Cost: a loop with no tracer attached pays one relaxed atomic load per phase, and so does a
 /// `ManualSource.signal()` or a wake-up sent to it. An attached tracer costs two clock reads
-/// and a lock per recorded event; what another thread sends costs that thread the loop's lock
-/// and a `gettid` too. The record is a ring of `capacity` events: once full, the oldest events
-/// are dropped and counted in `dropped`.
+/// and a lock per recorded event. A signal or wake-up another thread sends a traced loop costs
+/// that thread a clock read (before it is sent), a `gettid`, the loop's lock, and the tracer's
+/// lock two or three times (once more, the first time it sends, to learn its name); for a
+/// `VirtualLoop`, also its clock's lock. A wake-up sent while holding the loop's lock (a timer
+/// or descriptor added to a loop asleep on its futex, say) takes a small inbox's lock instead.
+/// The record is a ring of `capacity` events: once full, the oldest events are dropped and
+/// counted in `dropped`.
 ///
 /// ```swift
 /// let tracer = LoopTracer()
@@ -23,10 +28,10 @@ import Glibc
 /// tracer.detach()
 /// print(tracer.timeline())
 /// ```
-public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `lock`
+public final class LoopTracer: @unchecked Sendable {  // state: `lock`; inbox: `inboxLock`
   /// One thing the loop did.
   public struct Event: Sendable, Equatable {
-    /// When it began, measured from the tracer's creation.
+    /// When it began, measured from the tracer's `origin`.
     public var start: Duration
     /// How long it lasted (a callout or a sleep); zero for an instant such as an activity.
     public var duration: Duration
@@ -38,101 +43,21 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     public var kind: Kind
     /// The kernel id (`gettid`) of the thread it happened on: the loop's thread (for a
     /// `VirtualLoop`, the thread that made it) or, for `signalSent` and `wakeUpSent`, the
-    /// thread that sent them. A Chrome trace gives each thread a track of its own.
-    public var thread: pid_t
+    /// thread that sent them. A Chrome trace gives each thread a track of its own (and each
+    /// `VirtualLoop` one, since two of them may share a thread).
+    public var threadID: pid_t
+    /// The clock that stamped it: 0 for CLOCK_MONOTONIC, else the serial number of a
+    /// `VirtualLoop`'s clock. Keeps apart, in a Chrome trace, loops that share a thread id.
+    var clockID: UInt64 = 0
 
-    /// When it ended, measured from the tracer's creation.
+    /// When it ended, measured from the tracer's `origin`.
     public var end: Duration { start + duration }
-  }
 
-  /// What happened.
-  public enum Kind: Sendable, Equatable {
-    /// A point an observer is told about: entry, beforeTimers, beforeSources, beforeWaiting,
-    /// afterWaiting, exit. Recorded whether or not any observer is registered.
-    case activity(Loop.Activity)
-    /// A batch of `perform` blocks ran.
-    case blocks(count: Int)
-    /// A signalled manual source was performed.
-    case manualSource(String)
-    /// A timer fired, `lateness` after its fire date.
-    case timer(String, lateness: Duration)
-    /// A descriptor source's handler ran with what the descriptor reported.
-    case descriptor(String, fd: Int32, events: DescriptorSource.Events)
-    /// A port's handler took its messages.
-    case port(String)
-    /// `Loop.main` served the main dispatch queue: `DispatchQueue.main` blocks and
-    /// `@MainActor` jobs ran.
-    case mainQueue
-    /// The loop blocked in the kernel (`epoll_wait`, or its futex when the mode watches no
-    /// descriptor); the event's duration is how long it slept.
-    case slept(wokenBy: [WakeCause])
-    /// Under a spinning `Loop.WaitPolicy`, the loop polled instead of sleeping; the duration
-    /// is how long it spun. No causes: the window ran out (a sleep follows, unless the
-    /// deadline has passed).
-    case spun(wokenBy: [WakeCause])
-    /// A `run` call returned. A run of an empty mode returns `.finished` without any entry.
-    case returned(Loop.RunResult)
-    /// An observer was told of an activity (its `order` tells apart several told of the same
-    /// one); the duration is its callout. Follows the activity's own event.
-    case observer(Loop.Activity, order: Int)
-    /// Another thread signalled one of the loop's manual sources (`ManualSource.signal()`);
-    /// carries the source's label. An instant, recorded on the sending thread (`thread`),
-    /// with the loop's mode and depth at the time (depth 0: the loop was not running).
-    case signalSent(String)
-    /// Another thread woke the sleeping loop: a post (`perform`, `ResidentThread.perform`)
-    /// that found it asleep, `wakeUp()`, `stop()`, `signalAndWake()`. An instant on the
-    /// sending thread, as `signalSent`. A wake-up of a busy loop is a flag its next wait
-    /// reads, not a message, and is not recorded.
-    case wakeUpSent(WakeUpRoute)
-  }
-
-  /// How a wake-up reached a sleeping loop. (`CFRunLoopWakeUp` sends a Mach message to the
-  /// loop's wake-up port; a Linux loop has two ways in.)
-  public enum WakeUpRoute: Sendable, Equatable, CustomStringConvertible {
-    /// A write to the loop's eventfd, in the epoll set of the mode it sleeps in.
-    case eventfd
-    /// A wake of the futex the loop sleeps on when its mode watches no descriptor.
-    case futex
-
-    /// `eventfd write` or `futex wake`.
-    public var description: String {
-      switch self {
-      case .eventfd: "eventfd write"
-      case .futex: "futex wake"
-      }
-    }
-  }
-
-  /// What ended a sleep.
-  public enum WakeCause: Sendable, Equatable, CustomStringConvertible {
-    /// A `LoopPort` got a message; carries the port's label, or `port`.
-    case port(String)
-    /// A descriptor source became ready; carries its label (or `fd N`) and its descriptor.
-    case descriptor(String, fd: Int32)
-    /// The mode's timerfd: a timer is due.
-    case timer
-    /// The loop's wake-up eventfd: `wakeUp()`, `perform`, `stop()` or `signalAndWake()`.
-    case wakeUp
-    /// Nothing: the run's deadline passed.
-    case deadline
-    /// The main dispatch queue got work (`DispatchQueue.main`, a `@MainActor` job); only
-    /// `Loop.main` watches it.
-    case mainQueue
-    /// A descriptor the loop no longer has a source for (its fd was closed while the file
-    /// stayed open elsewhere); the loop rebuilds that mode's epoll set.
-    case unregisteredDescriptor
-
-    /// A short phrase for timelines, such as `timer`, `wake-up` or a port's label.
-    public var description: String {
-      switch self {
-      case .port(let name): name == "port" ? name : "port \"\(name)\""
-      case .descriptor(let name, let fd): name == "fd \(fd)" ? name : "\"\(name)\" (fd \(fd))"
-      case .timer: "timer"
-      case .wakeUp: "wake-up"
-      case .deadline: "deadline"
-      case .mainQueue: "main queue"
-      case .unregisteredDescriptor: "an unregistered descriptor"
-      }
+    /// What happened, when and where: the clock's serial number is left out, so the same
+    /// scenario on two `VirtualLoop`s records equal events.
+    public static func == (a: Event, b: Event) -> Bool {
+      a.start == b.start && a.duration == b.duration && a.depth == b.depth && a.mode == b.mode
+        && a.kind == b.kind && a.threadID == b.threadID
     }
   }
 
@@ -140,13 +65,21 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   public let capacity: Int
   /// Time zero of every event's `start`: when the tracer was made, or, while it follows a
   /// `VirtualLoop`'s loop, where that loop's virtual clock began (so two runs of the same
-  /// scenario trace the same figures).
+  /// scenario trace the same figures). Attaching to a loop with another origin moves the
+  /// events kept so far to count from the new one.
   public var origin: LoopClock.Instant { lock.withLock { state.origin } }
   /// When the tracer was made, on CLOCK_MONOTONIC.
   private let createdAt: LoopClock.Instant
   /// A pthread mutex, not `Mutex`, so ThreadSanitizer sees the synchronisation.
   private let lock = Lock()
   private var state: State
+  /// What threads holding the followed loop's lock sent it (see `post`), until a read or a
+  /// record under `lock` takes it. A leaf lock: taken under the loop's, and under `lock`.
+  private let inboxLock = Lock()
+  /// Guarded by `inboxLock`.
+  private var inbox = Inbox()
+  /// Mirrors `!inbox.posts.isEmpty`, so taking nothing costs no lock.
+  private let inboxFilled = Atomic<Bool>(false)
 
   private struct State {
     var origin: LoopClock.Instant
@@ -167,6 +100,18 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     var threadNames: [pid_t: String] = [:]
     /// The kernel id of the followed loop's thread: where its own events happen.
     var loopThread: pid_t = 0
+    /// The followed loop's clock (see `Event.clockID`).
+    var clockID: UInt64 = 0
+  }
+
+  /// A sent instant waiting in the inbox, and the names of the threads that posted.
+  private struct Inbox {
+    var posts:
+      [(
+        kind: Kind, at: LoopClock.Instant, depth: Int, mode: Loop.Mode, token: UInt64,
+        thread: pid_t
+      )] = []
+    var names: [pid_t: String] = [:]
   }
 
   /// - Parameter capacity: how many events to keep (at least 1); the oldest go first.
@@ -185,6 +130,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     // Held across the loop's install so attach and detach happen one at a time. Lock order:
     // this lock, then the loop's. The loop never takes this one while holding its own.
     try lock.withLock { () throws(LoopError) in
+      takeInboxLocked()
       if let current = state.loop {
         guard current !== loop else { return }
         guard current.hasExited else {
@@ -201,12 +147,19 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
       let origin = loop.virtualClock?.start ?? createdAt
       let attachedAt = origin.duration(to: loop.now)
       try loop.installTracer(self, token: state.lastToken)
-      state.threadNames[loop.threadID] = loop.traceTrackName
+      // A VirtualLoop's track is named by the export: its thread may have a loop of its own.
+      if loop.virtualClock == nil { state.threadNames[loop.threadID] = loop.traceTrackName }
       state.loopThread = loop.threadID
+      state.clockID = loop.virtualClock?.serial ?? 0
       state.loop = loop
       state.token = state.lastToken
       state.attachedAt = attachedAt
-      state.origin = origin
+      if origin != state.origin {
+        // So every event kept still counts from `origin`.
+        let shift = origin.duration(to: state.origin)
+        for index in state.ring.indices { state.ring[index].start += shift }
+        state.origin = origin
+      }
     }
   }
 
@@ -214,6 +167,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   /// The events recorded so far stay readable.
   public func detach() {
     lock.withLock {
+      takeInboxLocked()
       state.loop?.removeTracer(self)
       state.loop = nil
       state.token = 0
@@ -222,17 +176,26 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
 
   /// The events recorded so far, oldest first. Safe from any thread, while recording too.
   public var events: [Event] {
-    lock.withLock { Array(state.ring[state.next...] + state.ring[..<state.next]) }
+    lock.withLock {
+      takeInboxLocked()
+      return Array(state.ring[state.next...] + state.ring[..<state.next])
+    }
   }
 
   /// Events that did not fit in `capacity` and were dropped, oldest first.
-  public var dropped: Int { lock.withLock { state.dropped } }
+  public var dropped: Int {
+    lock.withLock {
+      takeInboxLocked()
+      return state.dropped
+    }
+  }
 
   /// The events recorded so far, oldest first, with their origin and the names of their
-  /// threads, read together: what `chromeTraceJSON(of:)` renders. Safe from any thread.
+  /// threads, read together: what `chromeTraceJSON(snapshots:)` renders. Safe from any thread.
   public func snapshot() -> Snapshot {
     lock.withLock {
-      Snapshot(
+      takeInboxLocked()
+      return Snapshot(
         origin: state.origin, events: Array(state.ring[state.next...] + state.ring[..<state.next]),
         threadNames: state.threadNames, dropped: state.dropped)
     }
@@ -240,11 +203,17 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
 
   /// How many events were recorded so far, dropped and cleared ones included: a mark for
   /// `events(recordedSince:)`.
-  var recordedCount: Int { lock.withLock { state.recorded } }
+  var recordedCount: Int {
+    lock.withLock {
+      takeInboxLocked()
+      return state.recorded
+    }
+  }
 
   /// The events recorded after `mark` (a `recordedCount`) that are still kept, oldest first.
   func events(recordedSince mark: Int) -> [Event] {
     lock.withLock {
+      takeInboxLocked()
       let kept = state.ring.count
       let wanted = min(kept, max(0, state.recorded - mark))
       let ordered = Array(state.ring[state.next...] + state.ring[..<state.next])
@@ -255,6 +224,7 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
   /// Forgets every event recorded so far (keeps recording if attached).
   public func clear() {
     lock.withLock {
+      takeInboxLocked()
       state.ring.removeAll(keepingCapacity: true)
       state.next = 0
       state.dropped = 0
@@ -279,26 +249,68 @@ public final class LoopTracer: @unchecked Sendable {  // `state` is guarded by `
     mode: Loop.Mode, token: UInt64, thread: pid_t? = nil
   ) {
     lock.withLock {
-      // A phase takes its sink before a callout and records after it; if the tracer was
-      // detached (or moved to another loop) meanwhile, what that phase saw is not ours.
-      guard state.token == token else { return }
-      // Something that ended before the attach (a spin just before an attach-while-asleep).
-      var event = Event(
-        start: state.origin.duration(to: start), duration: start.duration(to: end),
-        depth: depth, mode: mode, kind: kind, thread: thread ?? state.loopThread)
-      guard event.end >= state.attachedAt else { return }
-      if event.start < state.attachedAt {  // a sleep that began before the attach
-        event.duration = event.end - state.attachedAt
-        event.start = state.attachedAt
-      }
-      state.recorded += 1
-      if state.ring.count < capacity {
-        state.ring.append(event)
-      } else {
-        state.ring[state.next] = event
-        state.next = (state.next + 1) % capacity
-        state.dropped += 1
-      }
+      takeInboxLocked()
+      appendLocked(
+        kind, from: start, to: end, depth: depth, mode: mode, token: token, thread: thread)
+    }
+  }
+
+  /// Keeps an instant another thread sent while holding the followed loop's lock, which may not
+  /// take `lock` (attaching takes `lock`, then the loop's); the next read or record of this
+  /// tracer takes it. `name` is the sender's, asked for the first time it posts.
+  func post(
+    _ kind: Kind, at instant: LoopClock.Instant, depth: Int, mode: Loop.Mode, token: UInt64,
+    thread: pid_t, name: () -> String
+  ) {
+    inboxLock.withLock {
+      if inbox.names[thread] == nil { inbox.names[thread] = name() }
+      inbox.posts.append((kind, instant, depth, mode, token, thread))
+      inboxFilled.store(true, ordering: .relaxed)
+    }
+  }
+
+  /// Moves what was posted into the ring, before anything recorded after it. `lock` is held.
+  private func takeInboxLocked() {
+    guard inboxFilled.load(ordering: .relaxed) else { return }
+    let taken = inboxLock.withLock {
+      inboxFilled.store(false, ordering: .relaxed)
+      defer { inbox.posts = [] }
+      return inbox
+    }
+    for (thread, name) in taken.names where state.threadNames[thread] == nil {
+      state.threadNames[thread] = name
+    }
+    for post in taken.posts {
+      appendLocked(
+        post.kind, from: post.at, to: post.at, depth: post.depth, mode: post.mode,
+        token: post.token, thread: post.thread)
+    }
+  }
+
+  private func appendLocked(
+    _ kind: Kind, from start: LoopClock.Instant, to end: LoopClock.Instant, depth: Int,
+    mode: Loop.Mode, token: UInt64, thread: pid_t?
+  ) {
+    // A phase takes its sink before a callout and records after it; if the tracer was
+    // detached (or moved to another loop) meanwhile, what that phase saw is not ours.
+    guard state.token == token else { return }
+    // Something that ended before the attach (a spin just before an attach-while-asleep).
+    var event = Event(
+      start: state.origin.duration(to: start), duration: start.duration(to: end),
+      depth: depth, mode: mode, kind: kind, threadID: thread ?? state.loopThread,
+      clockID: state.clockID)
+    guard event.end >= state.attachedAt else { return }
+    if event.start < state.attachedAt {  // a sleep that began before the attach
+      event.duration = event.end - state.attachedAt
+      event.start = state.attachedAt
+    }
+    state.recorded += 1
+    if state.ring.count < capacity {
+      state.ring.append(event)
+    } else {
+      state.ring[state.next] = event
+      state.next = (state.next + 1) % capacity
+      state.dropped += 1
     }
   }
 }

@@ -26,9 +26,14 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
 
   /// Where the clock began: time zero of traces and messages.
   let start: LoopClock.Instant
+  /// 1 for the first clock made in the process, 2 for the next…: tells apart, in a trace,
+  /// the loops of two `VirtualLoop`s made on one thread (they share its thread id).
+  let serial: UInt64
+  private static let made = Atomic<UInt64>(0)
 
   init(start: LoopClock.Instant, autoAdvance: Bool) {
     self.start = start
+    serial = VirtualClock.made.add(1, ordering: .relaxed).newValue
     nanoseconds = Atomic(start.nanoseconds)
     self.autoAdvance = Atomic(autoAdvance)
   }

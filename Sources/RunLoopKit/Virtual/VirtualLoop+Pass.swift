@@ -15,7 +15,11 @@ extension VirtualLoop {
     public let start: LoopClock.Instant
     /// The clock when the pass ended: later than `start` when its wait moved the clock.
     public let end: LoopClock.Instant
-    /// Everything the pass did, in the order recorded, nested runs included (deeper `depth`).
+    /// Everything the tracer recorded during the pass, in the order recorded: the pass's own
+    /// events, those of runs nested in its callouts (deeper `depth`), and the signals and
+    /// wake-ups other threads sent the loop meanwhile (`signalSent`, `wakeUpSent`, with the
+    /// sender's `threadID`), which explain what the pass found. `activities`, `callouts` and
+    /// `wokenBy` read the pass's own events only.
     public let events: [LoopTracer.Event]
 
     /// The activities the pass went through, in order (an observer of `.all` is told each).

@@ -1,0 +1,87 @@
+import CRunLoopShims
+import Glibc
+
+/// What other threads send a traced loop — signals and wake-ups — recorded as instants on
+/// their own tracks. The hooks sit on paths that already decided to signal or wake: untraced,
+/// each costs one relaxed load. Traced, the time is read before the signal or wake-up is
+/// published, so the instant never comes after what it caused, and the rest (thread name,
+/// the loop's mode, the tracer's lock) waits until it is out, so tracing does not delay it.
+extension Loop {
+  /// `ManualSource.signal()` marked one of this loop's sources: moves the count a pass looks
+  /// at and, when the signal is to be traced, returns the loop and the time. Called under the
+  /// source's lock, which the loop takes to perform the source: the time precedes the perform.
+  @inline(__always)
+  func countSignal() -> (loop: Loop, at: LoopClock.Instant)? {
+    guard tracing.load(ordering: .relaxed) else {
+      manualSignals.add(1, ordering: .releasing)
+      return nil
+    }
+    return countTracedSignal()
+  }
+
+  private func countTracedSignal() -> (loop: Loop, at: LoopClock.Instant)? {
+    // From the loop's own thread it is part of a callout, recorded already. A virtual loop's
+    // thread is asked after the unlock (its clock's lock is not to be taken under a leaf lock).
+    let own = virtualClock == nil && pthread_equal(pthread_self(), thread) != 0
+    let at = now
+    manualSignals.add(1, ordering: .releasing)
+    return own ? nil : (self, at)
+  }
+
+  /// `ManualSource.signal()` marked one of this loop's sources at `at` while it was traced.
+  func traceSignalSent(_ source: ManualSource, at: LoopClock.Instant) {
+    guard !isOwnThreadForTrace else { return }
+    recordSent(.signalSent(source.traceName), at: at, by: crl_gettid())
+  }
+
+  /// `send(_:)` to a traced loop: the time and the sender are read before the wake-up goes
+  /// out, everything else after it.
+  @inline(never)
+  func sendTraced(_ signal: WakeSignal) {
+    let (at, sender) = (now, crl_gettid())
+    deliver(signal)
+    guard !isOwnThreadForTrace else { return }
+    recordSent(.wakeUpSent(signal == .futex ? .futex : .eventfd), at: at, by: sender)
+  }
+
+  /// `sendHoldingLock(_:)` to a traced loop. The tracer's lock comes before this loop's, so
+  /// the instant goes to the tracer's inbox, which the woken loop's next record empties.
+  @inline(never)
+  func sendTracedHoldingLock(_ signal: WakeSignal) {
+    let (at, sender) = (now, crl_gettid())
+    deliver(signal)
+    guard let tracer, !isOwnThreadForTrace else { return }
+    tracer.post(
+      .wakeUpSent(signal == .futex ? .futex : .eventfd), at: at, depth: frames.count,
+      mode: frames.last?.mode ?? .default, token: tracerToken, thread: sender
+    ) { Loop.senderName(sender) }
+  }
+
+  /// On the loop's own thread a signal or wake-up happens inside a callout, recorded already.
+  private var isOwnThreadForTrace: Bool {
+    if let virtualClock { return virtualClock.isCurrentThread }
+    return pthread_equal(pthread_self(), thread) != 0
+  }
+
+  /// Records `kind` as an instant at `at` on the track of `sender` (the calling thread), with
+  /// the loop's mode and depth as they are now.
+  private func recordSent(_ kind: LoopTracer.Kind, at: LoopClock.Instant, by sender: pid_t) {
+    let sink = lock.withLock {
+      tracer.map {
+        TraceSink(
+          tracer: $0, token: tracerToken, mode: frames.last?.mode ?? .default,
+          depth: frames.count, clock: virtualClock)
+      }
+    }
+    guard let sink else { return }
+    sink.tracer.nameThread(sender) { Loop.senderName(sender) }
+    sink.tracer.record(
+      kind, from: at, to: at, depth: sink.depth, mode: sink.mode, token: sink.token,
+      thread: sender)
+  }
+
+  /// The calling thread's name for its track.
+  private static func senderName(_ sender: pid_t) -> String {
+    sender == getpid() ? "main" : ThreadName.of(pthread_self()) ?? "thread \(sender)"
+  }
+}
