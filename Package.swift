@@ -38,7 +38,7 @@ let package = Package(
       path: "Sources/runloop-demo"
     ),
     // A program whose main executor is Loop.main. The flag makes Swift 6.3 honour its
-    // `typealias DefaultExecutorFactory` (see the README); only this example needs it.
+    // `typealias DefaultExecutorFactory` (see SwiftConcurrency.md in the DocC catalogue); only this example needs it.
     .executableTarget(
       name: "loop-main-example",
       dependencies: ["RunLoopKitExecutors", "RunLoopKit"],

@@ -1,5 +1,5 @@
 // A program whose main executor is Loop.main (RunLoopKitExecutors' LoopExecutorFactory).
-// Built with `-Xfrontend -disable-availability-checking` (see Package.swift and the README):
+// Built with `-Xfrontend -disable-availability-checking` (see Package.swift and the DocC article SwiftConcurrency.md):
 // without it the compiler ignores the typealias below, and `requireInstalled()` says so.
 import Dispatch
 import Glibc
@@ -25,7 +25,7 @@ struct LoopMainExample {
     await MainActor.run { report("@MainActor") }
 
     // Task.sleep from main-actor code, timed by Loop.main's timers (the sleep prefers the main
-    // executor; see the README on Task.sleep).
+    // executor; see SwiftConcurrency.md on Task.sleep).
     let firedBefore = Loop.main.metrics.timersFired
     try await withTaskExecutorPreference(Loop.main.executor) {
       try await Task.sleep(for: .milliseconds(20))

@@ -10,8 +10,8 @@
 /// ```
 ///
 /// and builds its executable with `-Xfrontend -disable-availability-checking` (see the
-/// README: without it the compiler ignores the typealias; `LoopExecutorFactory.isInstalled`
-/// tells at run time).
+/// article *Swift concurrency on a run loop*: without it the compiler ignores the typealias;
+/// `LoopExecutorFactory.isInstalled` tells at run time).
 ///
 /// - Main executor: `LoopMainExecutor.shared` — `@MainActor` code runs in `Loop.main`, which
 ///   also serves `DispatchQueue.main`.

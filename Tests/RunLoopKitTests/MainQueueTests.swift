@@ -88,7 +88,7 @@ final class MainQueueTests: XCTestCase {
     XCTAssertEqual(recorder.all, ["nested run returned timedOut", "block", "actor"])
   }
 
-  /// The README's "A main-thread program" snippet (bounded by a deadline here).
+  /// SwiftConcurrency.md's main-thread program snippet (bounded by a deadline here).
   func test_readmeMainThreadProgram() throws {
     let loop = Loop.main
     let tick = try LoopTimer(after: .milliseconds(100), repeating: .milliseconds(100)) { _ in

@@ -130,7 +130,7 @@ extension RunLoopKitTests {
     func test_debounce() throws {
       let virtual = VirtualLoop()
       var fired = 0
-      // The README's Debouncer, unchanged: it finds its loop through Loop.current.
+      // ThreadBoundState.md's Debouncer, unchanged: it finds its loop through Loop.current.
       let debouncer = Debouncer(delay: .milliseconds(300)) { fired += 1 }
       try virtual.asCurrent {
         try debouncer.input()

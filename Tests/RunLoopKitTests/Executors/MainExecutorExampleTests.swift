@@ -52,7 +52,7 @@ extension RunLoopKitTests {
           "first main-actor job ends, counter 10",
         ])
       // The two held back run next. Main-actor jobs and main-queue blocks are two queues,
-      // not ordered with respect to each other (see the README), so either may come first.
+      // not ordered with respect to each other (see SwiftConcurrency.md), so either may come first.
       #expect(
         Set(steps.dropFirst(4).prefix(2)) == [
           "second main-actor job, counter 11", "main-queue block",

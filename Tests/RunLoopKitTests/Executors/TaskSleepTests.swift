@@ -145,7 +145,7 @@ extension RunLoopKitTests {
       defer { stopAndJoin(thread) }
       let loopThread = try thread.performAndWait { crl_gettid() }
       // Which timer serves this sleep is the runtime's choice (Swift 6.3.1 uses the default
-      // executor's; the README says to add the preference), so only where it resumes and how
+      // executor's; SwiftConcurrency.md says to add the preference), so only where it resumes and how
       // long it slept are this library's to promise.
       let plain = await PinnedSleeper(thread: thread).sleep(preferLoop: false)
       #expect(plain.before == loopThread && plain.after == loopThread)
