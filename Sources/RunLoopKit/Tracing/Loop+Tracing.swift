@@ -36,12 +36,14 @@ extension Loop {
     return attachedTraceSink(mode, runsBelow: extraDepth)
   }
 
-  private func attachedTraceSink(_ mode: Mode, runsBelow extraDepth: Int) -> TraceSink? {
+  /// The sink for `mode` (nil: the mode the loop is running now, `.default` when it is not
+  /// running), with the lock taken here: never call it with the lock held.
+  func attachedTraceSink(_ mode: Mode?, runsBelow extraDepth: Int = 0) -> TraceSink? {
     lock.withLock {
       tracer.map {
         TraceSink(
-          tracer: $0, token: tracerToken, mode: mode, depth: frames.count + extraDepth,
-          clock: virtualClock)
+          tracer: $0, token: tracerToken, mode: mode ?? frames.last?.mode ?? .default,
+          depth: frames.count + extraDepth, clock: virtualClock)
       }
     }
   }
@@ -63,9 +65,11 @@ extension Loop {
   /// What a Chrome trace calls the loop's track: `main` for the main thread's loop, else the
   /// thread's name when the loop was made (a resident thread names itself first). A
   /// `VirtualLoop`'s track is named by the export.
-  var traceTrackName: String {
-    if threadID == getpid() { return "main" }
-    return threadName ?? "thread \(threadID)"
+  var traceTrackName: String { Self.trackName(thread: threadID, named: threadName) }
+
+  /// A thread's track name: `main` for the process's main thread, else `name`, else its id.
+  static func trackName(thread: pid_t, named name: @autoclosure () -> String?) -> String {
+    thread == getpid() ? "main" : name() ?? "thread \(thread)"
   }
 
   /// True once the loop's thread has exited and the loop was torn down.

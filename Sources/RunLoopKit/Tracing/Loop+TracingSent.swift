@@ -20,17 +20,17 @@ extension Loop {
   }
 
   private func countTracedSignal() -> (loop: Loop, at: LoopClock.Instant)? {
-    // From the loop's own thread it is part of a callout, recorded already. A virtual loop's
-    // thread is asked after the unlock (its clock's lock is not to be taken under a leaf lock).
-    let own = virtualClock == nil && pthread_equal(pthread_self(), thread) != 0
+    // Whose thread this is gets asked after the unlock: `isCurrent` may take the registry's
+    // lock, or a virtual clock's, neither of which is to be taken under a leaf lock.
     let at = now
     manualSignals.add(1, ordering: .releasing)
-    return own ? nil : (self, at)
+    return (self, at)
   }
 
   /// `ManualSource.signal()` marked one of this loop's sources at `at` while it was traced.
+  /// From the loop's own thread a signal is part of a callout, recorded already.
   func traceSignalSent(_ source: ManualSource, at: LoopClock.Instant) {
-    guard !isOwnThreadForTrace else { return }
+    guard !isCurrent else { return }
     recordSent(.signalSent(source.traceName), at: at, by: crl_gettid())
   }
 
@@ -40,8 +40,8 @@ extension Loop {
   func sendTraced(_ signal: WakeSignal) {
     let (at, sender) = (now, crl_gettid())
     deliver(signal)
-    guard !isOwnThreadForTrace else { return }
-    recordSent(.wakeUpSent(signal == .futex ? .futex : .eventfd), at: at, by: sender)
+    guard !isCurrent else { return }
+    recordSent(.wakeUpSent(LoopTracer.WakeUpRoute(signal)), at: at, by: sender)
   }
 
   /// `sendHoldingLock(_:)` to a traced loop. The tracer's lock comes before this loop's, so
@@ -50,30 +50,17 @@ extension Loop {
   func sendTracedHoldingLock(_ signal: WakeSignal) {
     let (at, sender) = (now, crl_gettid())
     deliver(signal)
-    guard let tracer, !isOwnThreadForTrace else { return }
+    guard let tracer, !isCurrent else { return }
     tracer.post(
-      .wakeUpSent(signal == .futex ? .futex : .eventfd), at: at, depth: frames.count,
+      .wakeUpSent(LoopTracer.WakeUpRoute(signal)), at: at, depth: frames.count,
       mode: frames.last?.mode ?? .default, token: tracerToken, thread: sender
     ) { Loop.senderName(sender) }
-  }
-
-  /// On the loop's own thread a signal or wake-up happens inside a callout, recorded already.
-  private var isOwnThreadForTrace: Bool {
-    if let virtualClock { return virtualClock.isCurrentThread }
-    return pthread_equal(pthread_self(), thread) != 0
   }
 
   /// Records `kind` as an instant at `at` on the track of `sender` (the calling thread), with
   /// the loop's mode and depth as they are now.
   private func recordSent(_ kind: LoopTracer.Kind, at: LoopClock.Instant, by sender: pid_t) {
-    let sink = lock.withLock {
-      tracer.map {
-        TraceSink(
-          tracer: $0, token: tracerToken, mode: frames.last?.mode ?? .default,
-          depth: frames.count, clock: virtualClock)
-      }
-    }
-    guard let sink else { return }
+    guard let sink = attachedTraceSink(nil) else { return }
     sink.tracer.nameThread(sender) { Loop.senderName(sender) }
     sink.tracer.record(
       kind, from: at, to: at, depth: sink.depth, mode: sink.mode, token: sink.token,
@@ -82,6 +69,13 @@ extension Loop {
 
   /// The calling thread's name for its track.
   private static func senderName(_ sender: pid_t) -> String {
-    sender == getpid() ? "main" : ThreadName.of(pthread_self()) ?? "thread \(sender)"
+    trackName(thread: sender, named: ThreadName.of(pthread_self()))
+  }
+}
+
+extension LoopTracer.WakeUpRoute {
+  /// How a wake-up that was sent reached the loop (only called for a signal that is sent).
+  init(_ signal: Loop.WakeSignal) {
+    self = signal == .futex ? .futex : .eventfd
   }
 }
