@@ -28,7 +28,7 @@ extension RunLoopKitTests {
       // Spelled in pieces so this file does not match itself.
       let outside = ["shared" + "/", "DESIGN" + ".md"]
       var offenders: [String] = []
-      for file in try files(under: ["README.md", "Sources", "Tests"]) {
+      for file in try PackageFiles.files(under: ["README.md", "Sources", "Tests"]) {
         let text = try String(contentsOf: file, encoding: .utf8)
         for needle in outside where text.contains(needle) {
           offenders.append("\(file.lastPathComponent) mentions \(needle)")
@@ -37,19 +37,9 @@ extension RunLoopKitTests {
       #expect(offenders.isEmpty, "\(offenders)")
     }
 
-    // MARK: - Reading the package
-
-    private var root: URL {
-      URL(fileURLWithPath: #filePath).deletingLastPathComponent()  // RunLoopKitTests
-        .deletingLastPathComponent()  // Tests
-        .deletingLastPathComponent()
-    }
-
     /// The numbers of the checklist's lines, in the order they appear.
     private func checklistLines() throws -> [Int] {
-      let article = root.appendingPathComponent(
-        "Sources/RunLoopKit/RunLoopKit.docc/BehaviourChecklist.md")
-      let text = try String(contentsOf: article, encoding: .utf8)
+      let text = try PackageFiles.text("Sources/RunLoopKit/RunLoopKit.docc/BehaviourChecklist.md")
       return text.split(separator: "\n").compactMap { line in
         guard let dot = line.firstIndex(of: "."), dot > line.startIndex else { return nil }
         return Int(line[..<dot])
@@ -62,7 +52,7 @@ extension RunLoopKitTests {
       let functionName = try Regex(#"func test_0*([0-9]+)[a-z]?_"#)
       let displayName = try Regex(#"@Test\(\s*"([0-9]+)\."#)
       var cited: Set<Int> = []
-      for file in try files(under: ["Tests"]) where file.pathExtension == "swift" {
+      for file in try PackageFiles.files(under: ["Tests"]) where file.pathExtension == "swift" {
         let text = try String(contentsOf: file, encoding: .utf8)
         for regex in [functionName, displayName] {
           for match in text.matches(of: regex) {
@@ -71,31 +61,6 @@ extension RunLoopKitTests {
         }
       }
       return cited
-    }
-
-    /// The regular files at these paths (relative to the package root), directories walked.
-    private func files(under paths: [String]) throws -> [URL] {
-      var result: [URL] = []
-      for path in paths {
-        let url = root.appendingPathComponent(path)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-          Issue.record("\(path) is missing")
-          continue
-        }
-        guard isDirectory.boolValue else {
-          result.append(url)
-          continue
-        }
-        let walker = FileManager.default.enumerator(
-          at: url, includingPropertiesForKeys: [.isRegularFileKey])
-        while let file = walker?.nextObject() as? URL {
-          if try file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile == true {
-            result.append(file)
-          }
-        }
-      }
-      return result
     }
   }
 }

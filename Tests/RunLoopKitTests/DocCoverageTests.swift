@@ -105,9 +105,7 @@ private func write(_ object: [String: Any], to url: URL) throws {
 
 /// Runs `swift .ci/doc-coverage.swift` on `directory` for `module` (one or more names).
 private func runChecker(_ directory: URL, module: String) throws -> (Int32, String) {
-  let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .deletingLastPathComponent().deletingLastPathComponent()
-  let script = root.appendingPathComponent(".ci/doc-coverage.swift").path
+  let script = PackageFiles.root.appendingPathComponent(".ci/doc-coverage.swift").path
   return try run("swift '\(script)' '\(directory.path)' \(module)")
 }
 

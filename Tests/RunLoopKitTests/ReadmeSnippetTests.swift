@@ -8,20 +8,11 @@ extension RunLoopKitTests {
   @Suite("README snippets") struct ReadmeSnippets {
     @Test("Every Swift snippet in the README appears line for line in a test")
     func everySnippetIsATest() throws {
-      let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
-      let readme = try String(
-        contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-      let snippets = Self.swiftSnippets(in: readme)
+      let snippets = Self.swiftSnippets(in: try PackageFiles.text("README.md"))
       #expect(snippets.count >= 5, "the README's Swift snippets were not found")
 
-      var tests: [[String]] = []
-      let walker = FileManager.default.enumerator(
-        at: root.appendingPathComponent("Tests"), includingPropertiesForKeys: nil)
-      while let file = walker?.nextObject() as? URL {
-        guard file.pathExtension == "swift" else { continue }
-        tests.append(Self.codeLines(try String(contentsOf: file, encoding: .utf8)))
-      }
+      let tests = try PackageFiles.files(under: ["Tests"]).filter { $0.pathExtension == "swift" }
+        .map { Self.codeLines(try String(contentsOf: $0, encoding: .utf8)) }
       for snippet in snippets {
         let found = tests.contains { Self.contains($0, snippet) }
         #expect(found, "no test holds the README snippet that starts \"\(snippet.first ?? "")\"")
