@@ -26,6 +26,12 @@ let package = Package(
       dependencies: ["RunLoopKit"],
       path: "Sources/RunLoopKitExecutors"
     ),
+    // Probes the tests and the benchmark share: a counter of jobs on Swift's global executor.
+    .target(
+      name: "RunLoopKitProbes",
+      dependencies: ["CRunLoopShims"],
+      path: "Sources/RunLoopKitProbes"
+    ),
     // The demo's scenarios, in a library so the tests can check what each one traces.
     .target(
       name: "RunLoopDemos",
@@ -49,12 +55,16 @@ let package = Package(
     .target(name: "CBenchBaselines", path: "Benchmarks/CBaselines"),
     .executableTarget(
       name: "runloop-bench",
-      dependencies: ["RunLoopKit", "RunLoopKitExecutors", "CBenchBaselines", "CRunLoopShims"],
+      dependencies: [
+        "RunLoopKit", "RunLoopKitExecutors", "RunLoopKitProbes", "CBenchBaselines", "CRunLoopShims",
+      ],
       path: "Benchmarks/runloop-bench"
     ),
     .testTarget(
       name: "RunLoopKitTests",
-      dependencies: ["RunLoopKit", "RunLoopKitExecutors", "RunLoopDemos", "CRunLoopShims"],
+      dependencies: [
+        "RunLoopKit", "RunLoopKitExecutors", "RunLoopDemos", "RunLoopKitProbes", "CRunLoopShims",
+      ],
       path: "Tests/RunLoopKitTests"
     ),
     // The opt-in product's XCTest cases, which drive LoopMainExecutor on the real main thread

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -164,3 +165,9 @@ int crl_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns) {
 int crl_futex_wake(uint32_t *word, int count) {
   return (int)syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
 }
+
+int crl_set_timer_slack(unsigned long nanoseconds) {
+  return prctl(PR_SET_TIMERSLACK, nanoseconds, 0, 0, 0);
+}
+
+long crl_get_timer_slack(void) { return (long)prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0); }

@@ -56,6 +56,12 @@ int crl_futex_wait(uint32_t *word, uint32_t expected, int64_t deadline_ns);
 /// FUTEX_WAKE: wakes up to `count` waiters; returns how many, or -1 with errno.
 int crl_futex_wake(uint32_t *word, int count);
 
+/// The calling thread's timer slack (prctl PR_SET_TIMERSLACK / PR_GET_TIMERSLACK): how late
+/// Linux may fire the hrtimer behind its timed sleeps (futex, epoll_pwait2, nanosleep), to
+/// group wake-ups. Set returns 0 or -1 with errno; get returns the slack in ns or -1.
+int crl_set_timer_slack(unsigned long nanoseconds);
+long crl_get_timer_slack(void);
+
 /// Threads
 pid_t crl_gettid(void);
 int crl_is_main_thread(void);

@@ -23,6 +23,9 @@ extension Loop {
     var held: [QueuedBlock] = []
     /// A run nested inside a job found the main queue with work and left it for later.
     var mainQueueHeld = false
+    /// `executorStorage`, read under the lock by the first job and kept here so that later
+    /// jobs take no lock (dropped at teardown, like `executorStorage`).
+    var executor: LoopExecutor?
   }
 
   /// Queues an executor job (common modes, FIFO with `perform` blocks) and wakes the loop.
@@ -33,6 +36,32 @@ extension Loop {
   package func enqueueJob(_ run: @escaping () -> Void) throws(LoopError) {
     // Unowned: a queued block never outlives its loop (run, or released at teardown).
     try enqueue(QueuedBlock(modes: .executorJob) { [unowned self] in runAsJob(run) })
+  }
+
+  /// Queues a job of this loop's own executor, carried as the job itself: no allocation.
+  func enqueueJob(_ job: UnownedJob) throws(LoopError) {
+    try enqueue(QueuedBlock(job: job))
+  }
+
+  /// Runs a job of this loop's own executor (queued by `enqueueJob(_:)`) as the running job,
+  /// isolated to the executor as a serial executor (an actor pinned here) and a task
+  /// executor (a task preferring it). A job exists only once the executor does.
+  func runExecutorJob(_ job: UnownedJob) {
+    let executor: LoopExecutor
+    if let known = jobs.executor {
+      executor = known
+    } else {
+      guard let stored = lock.withLock({ executorStorage }) else {
+        preconditionFailure("a job of \(self) ran after its executor was dropped")
+      }
+      jobs.executor = stored
+      executor = stored
+    }
+    runAsJob {
+      job.runSynchronously(
+        isolatedTo: executor.asUnownedSerialExecutor(),
+        taskExecutor: executor.asUnownedTaskExecutor())
+    }
   }
 
   /// Runs `body` as this loop's running job: jobs and main-queue work found by runs nested
@@ -92,7 +121,7 @@ extension Loop {
     while true {
       let batch = takeQueuedBlocksOrClose()
       if batch.isEmpty { return }
-      for queued in batch { queued.block() }
+      for queued in batch { queued.run(on: self) }
     }
   }
 }

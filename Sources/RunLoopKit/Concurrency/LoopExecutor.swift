@@ -34,11 +34,8 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// runs on the loop's thread, in FIFO order, never inside another job of this loop. Traps
   /// once the loop's thread has exited.
   public func enqueue(_ job: consuming ExecutorJob) {
-    let unowned = UnownedJob(job)
-    let serial = asUnownedSerialExecutor()
-    let task = asUnownedTaskExecutor()
     do throws(LoopError) {
-      try loop.enqueueJob { unowned.runSynchronously(isolatedTo: serial, taskExecutor: task) }
+      try loop.enqueueJob(UnownedJob(job))
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
       if loop.isVirtual {

@@ -47,10 +47,10 @@ extension Loop {
 
     /// Runs every block held, in order, moving each out first so that it is released right
     /// after it ran (what it captured goes before the next block runs). Leaves the batch empty.
-    func runAll() {
+    func runAll(on loop: Loop) {
       let held = count
       count = 0
-      for index in 0..<held { (base + index).move().block() }
+      for index in 0..<held { (base + index).move().run(on: loop) }
     }
 
     /// Appends `blocks`, in order (a drain that had to sort its blocks out puts back those

@@ -82,7 +82,7 @@ extension Loop {
       let sink = traceSink(mode.mode)
       let began = sink?.now
       let count = batch.count
-      batch.runAll()
+      batch.runAll(on: self)
       sink?.record(.blocks(count: count), since: began)
     }
     // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.

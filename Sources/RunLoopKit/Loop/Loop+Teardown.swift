@@ -41,10 +41,11 @@ extension Loop {
       // kept after teardown keeps this loop object alive.
       let retired: [Any] = [
         Array(modes.values), blocks, deferredBlocks, spareBatch as Any, firingTimers,
-        executorStorage as Any, spareEpoll as Any,
+        executorStorage as Any, jobs.executor as Any, spareEpoll as Any,
       ]
       spareBatch = nil
       executorStorage = nil
+      jobs.executor = nil
       spareEpoll = nil
       modes = [:]
       lastModeFound = nil

@@ -59,13 +59,14 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Counts returns from the kernel wait; a change while callbacks run means a nested run has
   /// waited meanwhile and what this pass saw ready may no longer be.
   @exclusivity(unchecked) var waitGeneration: UInt64 = 0
-  /// How many wake-ups were sent (eventfd writes and futex wakes): the cost the wake
-  /// coalescing saves.
+  /// Wake-ups sent (eventfd writes and futex wakes): the cost the wake coalescing saves.
   @exclusivity(unchecked) var wakeWrites: UInt64 = 0
   /// See `WaitPolicy`.
   @exclusivity(unchecked) var policy = WaitPolicy.sleep
   @exclusivity(unchecked) var futexSleepMode: ObjectIdentifier?  // see `sleepingOnFutex`
   @exclusivity(unchecked) var futexSleepUntil: LoopClock.Instant?
+  /// The loop has set its thread's timer slack to the least (see `lowerTimerSlackOnce`).
+  @exclusivity(unchecked) var timerSlackLowered = false
   /// When the current sleep began (see `outermostRunStart`).
   @exclusivity(unchecked) var sleepStart: LoopClock.Instant?
   /// The latest instant a `metrics` snapshot counted the current sleep up to. The sleep's end
@@ -85,8 +86,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// `blocks` and in the order posted. Kept apart so a pass does not copy them back into the
   /// queue every time (see `performBlocks`).
   @exclusivity(unchecked) var deferredBlocks: [QueuedBlock] = []
-  /// The batch the last drain emptied, for the next one (see `performBlocks`). Only the
-  /// loop's own thread touches it.
+  /// The batch the last drain emptied, for the next (`performBlocks`; loop's thread only).
   @exclusivity(unchecked) var spareBatch: DrainBatch?
   /// The largest batch a drain keeps (16 384 blocks, 640 KB). Four threads posting flat out
   /// fill ~5 000 blocks per pass; with a lower limit (it was 4 096) every such drain let its

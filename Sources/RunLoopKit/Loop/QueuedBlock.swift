@@ -47,6 +47,10 @@ extension Loop {
     /// outlined function, ~30 instructions a block.
     let simpleModes: SimpleModes
     let block: () -> Void
+    /// A `LoopExecutor` job, run by the loop itself (`run(on:)`): carried as the job, not in a
+    /// closure, so queuing one allocates nothing (a closure context cost two allocations per
+    /// job). `block` is then an empty closure, which needs no context.
+    let job: UnownedJob?
 
     enum SimpleModes: UInt8 {
       /// `.common` or an executor job.
@@ -66,6 +70,21 @@ extension Loop {
       case .one, .list: simpleModes = .named
       }
       self.block = block
+      job = nil
+    }
+
+    /// A job for this loop's own executor (`Loop.executor`).
+    init(job: UnownedJob) {
+      modes = .executorJob
+      simpleModes = .common
+      block = {}
+      self.job = job
+    }
+
+    /// Runs the block, or the executor job as `loop`'s running job.
+    @inline(__always)
+    func run(on loop: Loop) {
+      if let job { loop.runExecutorJob(job) } else { block() }
     }
 
     /// What a drain asks of every block: worked out once per drain, so the two common cases

@@ -170,6 +170,29 @@ public final class ResidentThread: Sendable {
     }
   }
 
+  /// Suspends the calling task for `duration`, resumed by a one-shot timer on this thread's
+  /// loop (see `Loop.sleep(for:tolerance:)`): code isolated to an actor pinned to
+  /// `executor`, or a task preferring it, continues on this thread with no job on any other
+  /// executor.
+  /// - Throws: `CancellationError` when the task is cancelled (the timer goes at once);
+  ///   `.stopped` when `stop()` was called before the sleep began; `.loopTornDown` when the
+  ///   thread ended before the deadline; `.invalidArgument` for a negative tolerance.
+  public nonisolated(nonsending) func sleep(
+    for duration: Duration, tolerance: Duration? = nil
+  ) async throws {
+    guard isRunning else { throw LoopError.stopped(thread: name) }
+    try await residentLoop.sleep(for: duration, tolerance: tolerance)
+  }
+
+  /// Suspends the calling task until `deadline` on this thread's loop; see
+  /// `sleep(for:tolerance:)`.
+  public nonisolated(nonsending) func sleep(
+    until deadline: LoopClock.Instant, tolerance: Duration? = nil
+  ) async throws {
+    guard isRunning else { throw LoopError.stopped(thread: name) }
+    try await residentLoop.sleep(until: deadline, tolerance: tolerance)
+  }
+
   /// Lets the blocks already accepted finish, then ends the loop and the thread. Idempotent,
   /// from any thread (on the resident thread it takes effect after the current block).
   public func stop() { core.stop() }

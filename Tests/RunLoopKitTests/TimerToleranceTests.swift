@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import RunLoopKit
+
+/// How a loop sleeps while its mode waits for timers: on its futex (no descriptor in the
+/// mode) or in `epoll_wait` (a descriptor to watch, here a pipe nobody writes).
+enum WaitModeUnderTest: String, CaseIterable, Sendable {
+  case futex
+  case epoll
+}
+
+extension RunLoopKitTests {
+  @Suite("Timer tolerance in real time") struct TimerTolerance {
+    /// Adds timers at `offsets` from now with `tolerance` to a fresh thread's loop sleeping
+    /// as `waitMode` says, runs until all fired; returns, per timer, the pass it fired in and
+    /// how late it was, plus the number of wakes that ended a sleep on a timer.
+    private func fire(
+      offsets: [Duration], tolerance: Duration, waitMode: WaitModeUnderTest
+    ) throws -> (passes: [UInt64], lateness: [Duration], timerWakes: UInt64) {
+      try onLoopThread { loop in
+        let pipe = makePipe()
+        defer {
+          close(pipe.read)
+          close(pipe.write)
+        }
+        let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
+        if waitMode == .epoll { try loop.add(reader, to: .default) }
+        let passes = Box<[UInt64]>([])
+        let lateness = Box<[Duration]>([])
+        let start = LoopClock.Instant.now
+        for offset in offsets {
+          let date = start.advanced(by: offset)
+          try loop.add(
+            LoopTimer(fireAt: date, tolerance: tolerance) { _ in
+              passes.value.append(loop.metrics.passes)
+              lateness.value.append(date.duration(to: .now))
+              if passes.value.count == offsets.count { loop.stop() }
+            }, to: .default)
+        }
+        loop.run(for: .seconds(30))
+        reader.invalidate()
+        return (passes.value, lateness.value, loop.metrics.wakes.timer)
+      }
+    }
+
+    @Test(
+      "93. Timers whose tolerance windows overlap fire in one pass, none early, in both wait modes",
+      arguments: WaitModeUnderTest.allCases)
+    func test_93_overlappingWindowsFireInOnePass(waitMode: WaitModeUnderTest) throws {
+      // Windows [100, 200], [130, 230], [160, 260] ms: the first closes at 200 ms, after
+      // the other two opened, so one wake at 200 ms serves all three.
+      let offsets: [Duration] = [.milliseconds(100), .milliseconds(130), .milliseconds(160)]
+      let result = try fire(offsets: offsets, tolerance: .milliseconds(100), waitMode: waitMode)
+      #expect(result.passes.count == 3)
+      #expect(Set(result.passes).count == 1, "one pass: \(result.passes)")
+      #expect(result.timerWakes == 1)
+      for late in result.lateness {
+        #expect(late >= .zero, "no timer fires before its fire date")
+        #expect(late < .seconds(2), "generous bound: the window plus the kernel's latency")
+      }
+    }
+
+    @Test(
+      "93. Without tolerance the same timers fire on separate wakes, none early, in both modes",
+      arguments: WaitModeUnderTest.allCases)
+    func test_93_zeroToleranceDoesNotCoalesce(waitMode: WaitModeUnderTest) throws {
+      // 250 ms apart: the control for the test above, so that one can fail.
+      let offsets: [Duration] = [.milliseconds(50), .milliseconds(300), .milliseconds(550)]
+      let result = try fire(offsets: offsets, tolerance: .zero, waitMode: waitMode)
+      #expect(result.passes.count == 3)
+      #expect(Set(result.passes).count >= 2, "fired in passes \(result.passes)")
+      #expect(result.timerWakes >= 2)
+      for late in result.lateness { #expect(late >= .zero && late < .seconds(2)) }
+    }
+
+    @Test(
+      "93. A loop that sleeps with a deadline sets its thread's timer slack to the least, once",
+      arguments: WaitModeUnderTest.allCases)
+    func test_93_loopLowersItsThreadsTimerSlack(waitMode: WaitModeUnderTest) throws {
+      let (before, after) = try onLoopThread { loop in
+        // The thread starts with its creator's slack; 50 µs, or whatever the runner set.
+        try TimerSlack.setCurrentThread(nanoseconds: 50_000)
+        let before = TimerSlack.currentThread
+        let pipe = makePipe()
+        defer {
+          close(pipe.read)
+          close(pipe.write)
+        }
+        let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
+        if waitMode == .epoll { try loop.add(reader, to: .default) }
+        try loop.add(LoopTimer(after: .milliseconds(5)) { _ in loop.stop() }, to: .default)
+        loop.run(for: .seconds(30))
+        reader.invalidate()
+        return (before, TimerSlack.currentThread)
+      }
+      #expect(before == 50_000)
+      #expect(after == TimerSlack.least)
+    }
+  }
+}
