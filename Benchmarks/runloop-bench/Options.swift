@@ -16,7 +16,7 @@ struct Options {
                      (two resident threads: timer, port, manual source, observer, posts)
                      and write it as Chrome Trace Event JSON for ui.perfetto.dev
       --only LIST    run some studies: wake, spin, idle, throughput, group, threads,
-                     timers, isolated, virtual, tracer
+                     timers, alloc, executors, isolated, virtual, tracer
     """
 
   static func parse(_ arguments: [String]) -> Options? {

@@ -15,6 +15,8 @@ struct Report: Codable {
   var timerScale: TimerScaleResult?
   var timerLateness: [LatenessResult] = []
   var sleepLateness: [LatenessResult] = []
+  var allocations: [AllocationResult] = []
+  var executorSplit: ExecutorSplitResult?
   var tracer: TracerCostResult?
   var isolated: IsolatedLoopResult?
   var virtualTime: VirtualTimeResult?
@@ -127,9 +129,36 @@ extension Report {
     }
     printIsolatedLoop()
     printVirtualTime()
-    printLateness(timerLateness, title: "Lateness of a 1 ms repeating timer")
     printLateness(
-      sleepLateness, title: "Lateness of Task.sleep(until: 1 ms ahead), alternating rounds")
+      timerLateness,
+      title: "Lateness of a 1 ms repeating timer (first four rows in interleaved rounds)")
+    printLateness(
+      sleepLateness, title: "Lateness of a sleep until 1 ms ahead, alternating rounds")
+    if !allocations.isEmpty {
+      print("\nAllocations per operation (the C allocator, counted process-wide; task preferring")
+      print("a resident thread's executor; after a warm-up)\n")
+      print(
+        pad("operation", 46) + pad("count", 10, right: true) + pad("allocations", 13, right: true)
+          + pad("per op", 9, right: true) + pad("time/op", 10, right: true))
+      for result in allocations {
+        print(
+          pad(result.name, 46) + pad("\(result.operations)", 10, right: true)
+            + pad("\(result.allocations)", 13, right: true)
+            + pad(fixed(result.allocationsPerOperation, 2), 9, right: true)
+            + pad(formatNanoseconds(result.nanosecondsPerOperation), 10, right: true))
+      }
+    }
+    if let split = executorSplit {
+      print("\nOne executor object or two: two actors with their own executors on one loop calling")
+      print("each other (each call two jobs on the same thread, no wake-up)")
+      print("(\(split.calls) calls a round, median of alternating rounds)\n")
+      print(
+        "SerialExecutor + TaskExecutor   \(formatNanoseconds(split.bothNanosecondsPerCall)) per call"
+      )
+      print(
+        "SerialExecutor only             \(formatNanoseconds(split.serialOnlyNanosecondsPerCall)) per call"
+          + "  (ratio \(fixed(split.ratio, 2))×)")
+    }
     if let tracer {
       print("\nLoopTracer cost: back-to-back passes, one manual source performed per pass\n")
       let ratio = tracer.tracedNanosecondsPerPass / tracer.untracedNanosecondsPerPass
@@ -153,12 +182,22 @@ extension Report {
   fileprivate func printLateness(_ results: [LatenessResult], title: String) {
     guard !results.isEmpty else { return }
     print("\n\(title)\n")
+    let extra =
+      results.contains { $0.wakeUpsPerFiring != nil } ? "wakes/firing" : "global jobs/sleep"
+    print(
+      pad("case", 40) + pad("p50", 10, right: true) + pad("p99", 10, right: true)
+        + pad("max", 10, right: true) + pad(extra, 19, right: true) + "  thread's timer slack")
     for result in results {
       let d = result.distribution
+      let figure =
+        result.wakeUpsPerFiring.map { fixed($0, 2) } ?? result.globalJobsPerSleep.map {
+          fixed($0, 2)
+        } ?? "—"
       print(
-        pad(result.name, 30)
-          + "p50 \(pad(formatNanoseconds(d.p50), 9, right: true))  p99 \(pad(formatNanoseconds(d.p99), 9, right: true))  max \(pad(formatNanoseconds(d.max), 9, right: true))"
-      )
+        pad(result.name, 40) + pad(formatNanoseconds(d.p50), 10, right: true)
+          + pad(formatNanoseconds(d.p99), 10, right: true)
+          + pad(formatNanoseconds(d.max), 10, right: true) + pad(figure, 19, right: true)
+          + "  " + result.slack)
     }
   }
 }

@@ -1,51 +1,130 @@
+import CBenchBaselines
 import RunLoopKit
 import RunLoopKitExecutors
+import RunLoopKitProbes
 
-/// How late `Task.sleep(until:)` 1 ms ahead resumes: on a resident thread's loop timer
-/// (`withTaskExecutorPreference(thread.executor)`, RunLoopKitExecutors) and on the default
-/// executor's Dispatch timer, in alternating rounds so drift on a shared machine falls on both.
-/// Lateness runs from the deadline to the first instruction after the sleep.
+/// An actor whose jobs all run on a resident thread's loop.
+private actor PinnedSleeper {
+  let thread: ResidentThread
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    thread.executor.asUnownedSerialExecutor()
+  }
+  init(thread: ResidentThread) { self.thread = thread }
+
+  func lateness(samples: Int, loopSleep: Bool) async -> ([Int64], Int) {
+    await SleepLatenessStudy.lateness(samples: samples, loop: loopSleep ? thread.loop : nil)
+  }
+}
+
+/// How late a sleep 1 ms ahead resumes, and how many jobs it puts on Swift's global executor:
+/// `Task.sleep` (RunLoopKitExecutors times it with the loop's timer when the task prefers the
+/// loop's executor) and `loop.sleep`, from a task preferring the loop's executor and from an
+/// actor pinned to it, and `Task.sleep` on the default executor (Dispatch's timer), with the
+/// C floor of `TimerLatenessStudy` (a timerfd on a 1 ms grid) in the same rounds. The cases
+/// run in alternating rounds so drift on a shared machine falls on all of them; lateness runs
+/// from the deadline to the first instruction after the sleep.
 enum SleepLatenessStudy {
   static func run(_ options: Options, progress: Progress) async throws -> [LatenessResult] {
     let rounds = 10
     let perRound = max(1, options.timerFires / rounds)
     let thread = try ResidentThread(name: "bench-sleep")
-    var onLoop: [Int64] = []
-    var onDefault: [Int64] = []
-    for round in 0..<rounds {
-      // Alternate which case goes first, so neither always follows the other.
-      for loopFirst in round.isMultiple(of: 2) ? [true, false] : [false, true] {
-        if loopFirst {
-          onLoop += await sleepLateness(samples: perRound, preferring: thread.executor)
-        } else {
-          onDefault += await sleepLateness(samples: perRound, preferring: nil)
+    try thread.performAndWait { _ = crb_set_timer_slack(TimerLatenessStudy.defaultSlack) }
+    let actor = PinnedSleeper(thread: thread)
+    let loopSlack = "50 µs at start; the loop sets 1 ns"
+    let floorThread = try ResidentThread(name: "bench-sleepfl")
+    defer {
+      floorThread.stop()
+      try? floorThread.join()
+    }
+    let cases: [(name: String, slack: String, measure: () async -> ([Int64], Int))] = [
+      (
+        TimerLatenessStudy.floorName, "50 µs (a timerfd ignores slack)",
+        { ((try? TimerLatenessStudy.cFloor(on: floorThread, perRound, futex: false)) ?? [], 0) }
+      ),
+      (
+        "Task.sleep, loop executor", loopSlack,
+        { await preferring(thread.executor) { await lateness(samples: perRound, loop: nil) } }
+      ),
+      (
+        "Task.sleep, pinned actor", "Dispatch's timer thread",
+        { await actor.lateness(samples: perRound, loopSleep: false) }
+      ),
+      (
+        "Task.sleep, default executor", "Dispatch's timer thread",
+        { await preferring(nil) { await lateness(samples: perRound, loop: nil) } }
+      ),
+      (
+        "loop.sleep, loop executor", loopSlack,
+        {
+          await preferring(thread.executor) {
+            await lateness(samples: perRound, loop: thread.loop)
+          }
         }
+      ),
+      (
+        "loop.sleep, pinned actor", loopSlack,
+        { await actor.lateness(samples: perRound, loopSleep: true) }
+      ),
+    ]
+    var samples = [[Int64]](repeating: [], count: cases.count)
+    var globalJobs = [Int](repeating: 0, count: cases.count)
+    for round in 0..<rounds {
+      for offset in 0..<cases.count {
+        let index = (round + offset) % cases.count
+        _ = GlobalJobCounter.watch(threadID: nil)
+        let (batch, jobs) = await cases[index].measure()
+        _ = GlobalJobCounter.stop()
+        samples[index] += batch
+        globalJobs[index] += jobs
       }
     }
     thread.stop()
     try thread.join()
-    progress.note("Task.sleep lateness")
-    return [
-      LatenessResult(name: "Task.sleep, loop executor", distribution: Distribution(onLoop)),
-      LatenessResult(name: "Task.sleep, default executor", distribution: Distribution(onDefault)),
-    ]
+    progress.note("sleep lateness")
+    return cases.indices.map { index in
+      var result = LatenessResult(
+        name: cases[index].name, distribution: Distribution(samples[index]),
+        slack: cases[index].slack)
+      // Every thread counts (nothing else runs in the process meanwhile), from the first
+      // sleep of a batch to its last, inside the caller's isolation.
+      if index > 0 {
+        result.globalJobsPerSleep = Double(globalJobs[index]) / Double(samples[index].count)
+      }
+      return result
+    }
   }
 
   /// Nonisolated, so the preference decides where the sleeps and the timing run.
-  private static func sleepLateness(
-    samples: Int, preferring executor: LoopExecutor?
-  ) async -> [Int64] {
-    await withTaskExecutorPreference(executor) {
-      var lateness: [Int64] = []
-      lateness.reserveCapacity(samples)
-      for _ in 0..<samples {
+  private static func preferring(
+    _ executor: LoopExecutor?, _ body: () async -> ([Int64], Int)
+  ) async -> ([Int64], Int) {
+    await withTaskExecutorPreference(executor) { await body() }
+  }
+
+  /// `samples` sleeps 1 ms ahead: `loop.sleep(until:)` on `loop`, or `Task.sleep(until:)`.
+  /// `nonisolated(nonsending)`: it runs where its caller runs (the pinned actor, or the task
+  /// under its preference), not on the global executor.
+  /// Returns the lateness of each, and the global jobs counted from the first to the last.
+  nonisolated(nonsending) static func lateness(
+    samples: Int, loop: Loop?
+  ) async -> ([Int64], Int) {
+    var lateness: [Int64] = []
+    let jobsBefore = GlobalJobCounter.count
+    lateness.reserveCapacity(samples)
+    for _ in 0..<samples {
+      let late: Duration
+      if let loop {
+        let deadline = LoopClock.Instant.now.advanced(by: .milliseconds(1))
+        try? await loop.sleep(until: deadline)
+        late = deadline.duration(to: .now)
+      } else {
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(1))
         try? await Task.sleep(until: deadline, clock: .continuous)
-        let late = deadline.duration(to: .now)
-        lateness.append(
-          late.components.seconds * 1_000_000_000 + late.components.attoseconds / 1_000_000_000)
+        late = deadline.duration(to: .now)
       }
-      return lateness
+      let (seconds, attoseconds) = late.components
+      lateness.append(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
+    return (lateness, GlobalJobCounter.count - jobsBefore)
   }
 }

@@ -5,7 +5,8 @@
 enum Targets {
   static func check(_ report: Report) -> [TargetCheck] {
     wakePaths(report) + wake(report) + throughput(report) + spin(report) + timers(report)
-      + isolated(report) + idle(report)
+      + TimerTargets.lateness(report) + TimerTargets.sleeps(report)
+      + TimerTargets.allocations(report) + isolated(report) + idle(report)
   }
 
   /// Every way of waking a loop, each checked against the floor in every placement.

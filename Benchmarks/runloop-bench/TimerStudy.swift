@@ -34,12 +34,7 @@ struct TimerScaleRound: Codable {
   let cFirst: Bool
 }
 
-struct LatenessResult: Codable {
-  let name: String
-  let distribution: Distribution
-}
-
-/// A million timers through one mode's heap, and how late a 1 ms repeating timer fires.
+/// A million timers through one mode's heap (lateness: `TimerLatenessStudy`).
 enum TimerStudy {
   /// Rounds of add-all then cancel-all for LoopTimer and for the C heap, interleaved, then one
   /// fire-all. Creating the timers is outside the timed part on both sides.
@@ -126,80 +121,6 @@ enum TimerStudy {
     let error = crb_timer_heap_cost(Int32(count), seed, &add, &cancel)
     guard error == 0 else { throw CTimerHeapError(code: error) }
     return (Double(add) / Double(count), Double(cancel) / Double(count))
-  }
-
-  /// Lateness of a 1 ms repeating timer: how long after each grid point its handler starts.
-  static func lateness(_ options: Options, progress: Progress) throws -> [LatenessResult] {
-    let fires = options.timerFires
-    var results: [LatenessResult] = []
-
-    do {
-      let thread = try ResidentThread(name: "bench-late")
-      let log = LatencyLog(capacity: fires)
-      try thread.performAndWait {
-        let timer = try LoopTimer(after: .milliseconds(1), repeating: .milliseconds(1)) { timer in
-          log.record(postedAt: timer.fireDate.nanoseconds)
-          if log.recorded >= fires { Loop.current.stop() }
-        }
-        try thread.loop.add(timer, to: "lateness")
-        thread.loop.run(in: "lateness", for: .seconds(60))
-        timer.invalidate()
-      }
-      thread.stop()
-      try thread.join()
-      results.append(LatenessResult(name: "LoopTimer (1 ms)", distribution: Distribution(log.all)))
-    }
-
-    do {
-      let log = LatencyLog(capacity: fires)
-      let done = DispatchSemaphore(value: 0)
-      let cf = CFLoopThread()
-      cf.post {
-        let timer = CFRunLoopTimerCreateWithHandler(
-          nil, CFAbsoluteTimeGetCurrent() + 0.001, 0.001, 0, 0
-        ) { timer in
-          // Lateness against the fire date being served, converted onto the monotonic clock.
-          let late = CFAbsoluteTimeGetCurrent() - CFRunLoopTimerGetNextFireDate(timer)
-          log.record(postedAt: crb_now_ns() - Int64(late * 1e9))
-          if log.recorded >= fires {
-            CFRunLoopTimerInvalidate(timer)
-            done.signal()
-          }
-        }
-        CFRunLoopAddTimer(CFRunLoopGetCurrent(), timer, CFRunLoopMode.defaultMode)
-      }
-      done.wait()
-      cf.stop()
-      results.append(
-        LatenessResult(name: "CFRunLoopTimer (1 ms)", distribution: Distribution(log.all)))
-    }
-
-    do {
-      let log = LatencyLog(capacity: fires)
-      let done = DispatchSemaphore(value: 0)
-      let queue = DispatchQueue(label: "bench.timer")
-      let timer = DispatchSource.makeTimerSource(queue: queue)
-      let first = DispatchTime.now() + .milliseconds(1)
-      // Dispatch's uptime clock is CLOCK_MONOTONIC on Linux, the clock crb_now_ns reads.
-      let start = Int64(first.uptimeNanoseconds)
-      let ticks = Atomic<Int64>(0)
-      timer.schedule(deadline: first, repeating: .milliseconds(1), leeway: .nanoseconds(0))
-      timer.setEventHandler {
-        // `data` counts the grid points this event covers; lateness is against the last one.
-        let grid = ticks.add(Int64(timer.data), ordering: .relaxed).newValue
-        log.record(postedAt: start + (grid - 1) * 1_000_000)
-        if log.recorded >= fires {
-          timer.cancel()
-          done.signal()
-        }
-      }
-      timer.resume()
-      done.wait()
-      results.append(
-        LatenessResult(name: "DispatchSourceTimer (1 ms)", distribution: Distribution(log.all)))
-    }
-    progress.note("timer lateness")
-    return results
   }
 }
 

@@ -46,8 +46,14 @@ if options.wants("threads") {
 }
 if options.wants("timers") {
   report.timerScale = try TimerStudy.scale(options, progress: progress)
-  report.timerLateness = try TimerStudy.lateness(options, progress: progress)
+  report.timerLateness = try TimerLatenessStudy.run(options, progress: progress)
   report.sleepLateness = try await SleepLatenessStudy.run(options, progress: progress)
+}
+if options.wants("alloc") {
+  report.allocations = try await AllocationStudy.run(options, progress: progress)
+}
+if options.wants("executors") {
+  report.executorSplit = try await ExecutorSplitStudy.run(options, progress: progress)
 }
 if options.wants("isolated") {
   report.isolated = try IsolatedLoopStudy.run(options, progress: progress)

@@ -22,12 +22,18 @@ package enum GlobalJobCounter {
   private static let installed = Mutex(false)
 
   /// Installs the hook (once per process) and counts from now on the global jobs enqueued
-  /// by the thread with kernel id `threadID`; returns false when the runtime exports no hook.
-  package static func watch(threadID: pid_t) -> Bool {
+  /// by the thread with kernel id `threadID`, or by every thread when it is nil (for a
+  /// process that runs nothing else meanwhile, as the benchmark); returns false when the
+  /// runtime exports no hook.
+  package static func watch(threadID: pid_t?) -> Bool {
     guard install() else { return false }
-    watchedThread.store(threadID, ordering: .releasing)
+    counted.store(0, ordering: .relaxed)
+    watchedThread.store(threadID ?? everyThread, ordering: .releasing)
     return true
   }
+
+  /// `watchedThread` when every thread counts (no kernel thread id is negative).
+  private static let everyThread: Int32 = -1
 
   /// Jobs the watched thread has enqueued on the global executor since `watch`.
   package static var count: Int { counted.load(ordering: .acquiring) }
@@ -49,7 +55,7 @@ package enum GlobalJobCounter {
       // passes its own enqueue as `original`, which is what we forward to.
       hook.pointee = { job, original in
         let watched = GlobalJobCounter.watchedThread.load(ordering: .relaxed)
-        if watched != 0 && crl_gettid() == watched {
+        if watched == GlobalJobCounter.everyThread || (watched != 0 && crl_gettid() == watched) {
           GlobalJobCounter.counted.add(1, ordering: .relaxed)
         }
         original(job)

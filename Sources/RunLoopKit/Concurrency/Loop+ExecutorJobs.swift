@@ -39,7 +39,7 @@ extension Loop {
   }
 
   /// Queues a job of this loop's own executor, carried as the job itself: no allocation.
-  func enqueueJob(_ job: UnownedJob) throws(LoopError) {
+  package func enqueueJob(_ job: UnownedJob) throws(LoopError) {
     try enqueue(QueuedBlock(job: job))
   }
 

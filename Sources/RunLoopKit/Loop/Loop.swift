@@ -102,11 +102,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var drainsBeforeWait: [DescriptorSource] = []
   /// One frame per active `run` call, innermost last.
   @exclusivity(unchecked) var frames: [RunFrame] = []
-  /// The job running on the loop's thread and the work held back meanwhile (see
-  /// Loop+ExecutorJobs.swift). The loop's thread only: no lock.
+  /// The running job and the work held back meanwhile (Loop+ExecutorJobs; loop's thread only).
   @exclusivity(unchecked) var jobs = JobState()
-  /// See `Metrics`; the fields kept elsewhere (waits, wake-ups sent, rebuilds) are filled in
-  /// when a snapshot is taken.
+  /// See `Metrics`; fields kept elsewhere (waits, wake-ups, rebuilds) join in a snapshot.
   @exclusivity(unchecked) var counters = Metrics()
 
   // MARK: The rest of the state
@@ -128,8 +126,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let commonItems = ItemSet<any LoopItem> { ObjectIdentifier($0) }
   /// The next epoll token for a descriptor registration (1 and 2 are the loop's own).
   @exclusivity(unchecked) var nextToken: UInt64 = 3
-  /// Timers whose handler is running, so teardown can reach them while they are out of heaps.
+  /// Timers whose handler is running (teardown reaches them out of heaps), and the list the
+  /// last timer phase emptied, kept for the next (see `fireTimers`).
   @exclusivity(unchecked) var firingTimers: [LoopTimer] = []
+  @exclusivity(unchecked) var spareDueTimers: [LoopTimer] = []
   /// How many times a mode's epoll set was rebuilt to shed a registration it could not remove.
   @exclusivity(unchecked) var epollRebuilds = 0
   /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while

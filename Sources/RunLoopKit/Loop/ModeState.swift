@@ -62,10 +62,10 @@ final class ModeState {
   /// listens. Written under the loop's lock, read without it.
   let observedActivities = Atomic<UInt>(0)
 
-  /// The mode of a `VirtualLoop`'s loop: its timerfd is never armed, and the deadline it
-  /// would be armed at is kept in `virtualDeadline` for the virtual wait to jump to.
+  /// The mode of a `VirtualLoop`'s loop: its timerfd is never armed, and the virtual wait
+  /// jumps to `armedDeadline`.
   let isVirtual: Bool
-  private var virtualDeadline: LoopClock.Instant?
+  private var scheduledDeadline: LoopClock.Instant?
 
   /// `Loop.manualSignals` when a look at this mode's manual sources last found none
   /// signalled, nil once one found one: until the count moves, the mode need not look again.
@@ -148,19 +148,34 @@ final class ModeState {
   /// before the loop next waits on this mode, instead of after every change.
   @exclusivity(unchecked) var timerNeedsArming = false
 
-  /// When the timerfd is armed to go off (nil: disarmed). A loop asleep on its futex uses it
-  /// as the sleep's deadline.
-  var armedDeadline: LoopClock.Instant? { isVirtual ? virtualDeadline : timerFD.armedDeadline }
+  /// When the mode's timers need the loop awake next (nil: no timer): the deadline of a
+  /// futex sleep, and what the timerfd holds while the mode waits in epoll.
+  var armedDeadline: LoopClock.Instant? { scheduledDeadline }
 
-  /// Re-arms the timerfd for the current earliest wake deadline (or disarms it).
+  /// The mode waits in `epoll_wait`, the one wait its timerfd can end.
+  var waitsInEpoll: Bool { !descriptors.isEmpty && !rebuildFailed }
+
+  /// The mode waits in epoll and its timerfd does not hold `armedDeadline` (it just gained a
+  /// descriptor, or its expiry was read): the next wait must arm it first.
+  var timerFDStale: Bool {
+    !isVirtual && waitsInEpoll && timerFD.armedDeadline != scheduledDeadline
+  }
+
+  /// Notes the current earliest wake deadline and, for a mode that waits in epoll, arms the
+  /// timerfd for it. A mode that sleeps on the futex leaves the timerfd alone (disarmed):
+  /// arming one is a syscall that reprograms the hardware timer, expensive in a VM, and the
+  /// futex takes the deadline itself (measured: `loop.sleep(for: .zero)` took ~20 µs with the
+  /// two `timerfd_settime` and the `read` each sleep cost).
   func rearmTimer() {
+    timerNeedsArming = false
+    scheduledDeadline = timers.wakeDeadline()
+    guard !isVirtual else { return }
     do {
-      timerNeedsArming = false
-      if isVirtual {
-        virtualDeadline = timers.wakeDeadline()
-        return
+      if waitsInEpoll {
+        try timerFD.arm(at: scheduledDeadline)
+      } else if timerFD.armedDeadline != nil {
+        try timerFD.arm(at: nil)
       }
-      try timerFD.arm(at: timers.wakeDeadline())
     } catch {
       preconditionFailure("re-arming the timer of mode \(mode) failed: \(error)")
     }

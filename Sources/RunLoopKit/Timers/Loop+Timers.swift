@@ -28,14 +28,26 @@ extension Loop {
   /// handler removed from the mode (a deliberate difference, listed in the README).
   func fireTimers(in mode: ModeState) {
     let now = self.now
-    let candidates = lock.withLock { () -> [LoopTimer] in
-      if virtualClock == nil { _ = try? mode.timerFD.acknowledge() }
-      return mode.timers.due(at: now)
+    // The list the last timer phase emptied, taken (a nested run in a handler finds none
+    // and starts its own), so a phase allocates no array.
+    var candidates = lock.withLock { () -> [LoopTimer] in
+      // Only an armed timerfd can have expired (a futex-sleeping mode leaves it disarmed).
+      if virtualClock == nil, mode.timerFD.armedDeadline != nil {
+        _ = try? mode.timerFD.acknowledge()
+      }
+      var list: [LoopTimer] = []
+      swap(&list, &spareDueTimers)
+      mode.timers.appendDue(at: now, to: &list)
+      return list
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     for timer in candidates {
-      guard let (firedAt, handler) = lock.withLock({ beginFiringLocked(timer, in: mode, now: now) })
-      else { continue }
+      // Locked by hand: a handler returned through the generic `withLock` is re-wrapped in a
+      // thunk, an allocation per callout.
+      lock.lock()
+      let begun = beginFiringLocked(timer, in: mode, now: now)
+      lock.unlock()
+      guard let (firedAt, handler) = begun else { continue }
       TestPausePoint.reach(.timerAboutToFire, by: timer)
       let began = sink?.now
       handler(timer)
@@ -46,7 +58,13 @@ extension Loop {
       if timer.interval == nil { timer.invalidate() }
       lock.withLock { finishFiringLocked(timer, firedAt: firedAt) }
     }
-    lock.withLock { timersChangedLocked(in: mode) }
+    // Emptied before the lock: letting go of a timer may run its handler's deinit, which
+    // may post to this loop.
+    candidates.removeAll(keepingCapacity: true)
+    lock.withLock {
+      timersChangedLocked(in: mode)
+      if spareDueTimers.capacity == 0 { swap(&candidates, &spareDueTimers) }
+    }
   }
 
   /// Takes a due timer out of every heap for the length of its callout, so a nested run in

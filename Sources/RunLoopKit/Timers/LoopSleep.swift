@@ -64,7 +64,10 @@ final class LoopSleep: Sendable {
       self.loop = loop
     }
 
-    deinit { sleep.resume(throwing: LoopError.loopTornDown(thread: loop.threadDescription)) }
+    deinit {
+      // The error is made only when it is needed: building its message allocates.
+      sleep.resume { LoopError.loopTornDown(thread: loop.threadDescription) }
+    }
   }
 
   /// The task was cancelled: the timer goes now, and the task resumes throwing
@@ -90,12 +93,18 @@ final class LoopSleep: Sendable {
 
   /// Resumes the task once: normally (`nil`, the timer fired) or throwing.
   fileprivate func resume(throwing error: (any Error)?) {
+    resume { error }
+  }
+
+  /// Resumes the task once, throwing what `error` makes unless it makes nil; `error` is
+  /// called only if the task is still waiting.
+  private func resume(_ error: () -> (any Error)?) {
     let continuation = state.withLock { state -> UnsafeContinuation<Void, any Error>? in
       guard case .waiting(let continuation, _) = state else { return nil }
       state = .ended
       return continuation
     }
     guard let continuation else { return }
-    if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+    if let error = error() { continuation.resume(throwing: error) } else { continuation.resume() }
   }
 }

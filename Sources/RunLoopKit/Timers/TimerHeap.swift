@@ -41,6 +41,8 @@ final class TimerHeap {
   private var storage: UnsafeMutablePointer<Entry>
   private var capacity: Int
   private(set) var count = 0
+  /// `appendDue`'s work list, kept between calls.
+  private var dueIndices: [Int] = []
   /// Element moves made by sifting, for tests that check removal really is logarithmic.
   private(set) var moveCount = 0
 
@@ -95,17 +97,25 @@ final class TimerHeap {
     record(settle(entry, at: index))
   }
 
-  /// Every timer due at `now`, earliest first, without removing any. The heap order lets
-  /// the walk stop at the first entry of each subtree that is not due.
-  func due(at now: LoopClock.Instant) -> [LoopTimer] {
-    var found: [Entry] = []
-    var pending = count == 0 ? [] : [0]
-    while let index = pending.popLast() {
-      guard storage[index].fireDate <= now else { continue }
-      found.append(storage[index])
-      pending += children(of: index)
+  /// Appends every timer due at `now` to `found`, earliest first, without removing any. The
+  /// heap order lets the walk stop at the first entry of each subtree that is not due. The
+  /// caller reuses `found`'s buffer and the walk reuses `dueIndices`, so a timer phase
+  /// allocates nothing once they have grown.
+  func appendDue(at now: LoopClock.Instant, to found: inout [LoopTimer]) {
+    guard count > 0, storage[0].fireDate <= now else { return }
+    // Breadth first, the list of due indices serving as its own queue.
+    dueIndices.removeAll(keepingCapacity: true)
+    dueIndices.append(0)
+    var next = 0
+    while next < dueIndices.count {
+      for child in children(of: dueIndices[next]) where storage[child].fireDate <= now {
+        dueIndices.append(child)
+      }
+      next += 1
     }
-    return found.sorted { $0.precedes($1) }.map(\.timer)
+    let entries = storage
+    dueIndices.sort { entries[$0].precedes(entries[$1]) }
+    for index in dueIndices { found.append(storage[index].timer) }
   }
 
   /// When the mode's timerfd should go off: the earliest `fireDate + tolerance` over every
