@@ -1,8 +1,11 @@
 import Dispatch
 import RunLoopKit
 // Experimental toolchain interface: `SchedulingExecutor`, behind
-// `@_spi(ExperimentalScheduling)` in `_Concurrency` (SE-0505, in review). Checked on
-// Swift 6.3.1 (swift-6.3.1-RELEASE, x86_64 Linux). LoopMainExecutor.swift forwards to it.
+// `@_spi(ExperimentalScheduling)` in `_Concurrency`. Its proposal, SE-0505, was returned for
+// revision (2026-02-12); the revised shape (`enqueue(_:run:clock:tolerance:onCancellation:)`
+// returning a `JobCancellationToken`, and `cancel(jobWithToken:)`) changes this interface.
+// Checked on Swift 6.3.1 (swift-6.3.1-RELEASE, x86_64 Linux). LoopMainExecutor.swift forwards
+// to it. `Loop.sleep` (RunLoopKit) needs none of it.
 @_spi(ExperimentalScheduling) import _Concurrency
 
 /// `Task.sleep` on the loop's own timers.
@@ -10,8 +13,8 @@ import RunLoopKit
 /// When a task prefers a loop's executor (`withTaskExecutorPreference(loop.executor)`), the
 /// runtime hands a `Task.sleep` to that executor's `enqueue(_:after:tolerance:clock:)` instead of
 /// a Dispatch timer. The loop turns it into a one-shot `LoopTimer` in its common modes, fired
-/// by the mode's timerfd on the loop's thread, and the task resumes there. (Swift 6.3.1's
-/// runtime passes the resumption through one job on the default executor on the way back.)
+/// on the loop's thread, and the task resumes there. (Swift 6.3.1's runtime passes the
+/// resumption through one job on the default executor on the way back; `Loop.sleep` does not.)
 ///
 /// Clocks: any clock whose `Duration` is `Swift.Duration` (`ContinuousClock`,
 /// `SuspendingClock`, `LoopClock`); the delay is counted on CLOCK_MONOTONIC (the loop's

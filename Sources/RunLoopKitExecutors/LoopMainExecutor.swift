@@ -2,7 +2,8 @@ import CRunLoopShims
 import RunLoopKit
 import Synchronization
 // Experimental toolchain interface: `MainExecutor` / `RunLoopExecutor`, behind
-// `@_spi(ExperimentalCustomExecutors)` in `_Concurrency` (SE-0505's companion, in review).
+// `@_spi(ExperimentalCustomExecutors)` in `_Concurrency` (SE-0505's companion; SE-0505 was
+// returned for revision on 2026-02-12).
 // Checked on Swift 6.3.1 (swift-6.3.1-RELEASE, x86_64 Linux).
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 

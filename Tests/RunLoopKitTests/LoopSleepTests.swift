@@ -13,6 +13,16 @@ actor LoopSleeper {
   }
   init(thread: ResidentThread) { self.thread = thread }
 
+  /// Sleeps 10 minutes unless something ends the sleep first; returns what it threw.
+  func sleepUntilEnded() async -> (any Error)? {
+    do {
+      try await thread.sleep(for: .seconds(600))
+      return nil
+    } catch {
+      return error
+    }
+  }
+
   /// Sleeps `times` times for 2 ms; returns the threads it ran on before and after each, and
   /// the global jobs counted meanwhile (`GlobalJobCounter` watching the loop's thread).
   func sleep(times: Int) async throws -> (threads: [pid_t], globalJobs: Int) {
@@ -23,6 +33,24 @@ actor LoopSleeper {
       threads.append(crl_gettid())
     }
     return (threads, GlobalJobCounter.count - before)
+  }
+}
+
+/// The actor of *Swift concurrency on a run loop*'s `loop.sleep` section, as written there.
+actor Poller {
+  let thread: ResidentThread
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    thread.executor.asUnownedSerialExecutor()
+  }
+  init(thread: ResidentThread) { self.thread = thread }
+
+  func pollThreeTimes() async throws -> Int {
+    var polls = 0
+    for _ in 0..<3 {
+      try await thread.sleep(for: .milliseconds(5), tolerance: .milliseconds(1))
+      polls += 1  // still on the resident thread, isolated to the actor
+    }
+    return polls
   }
 }
 
@@ -72,6 +100,17 @@ extension RunLoopKitTests {
       #expect(globalJobs == 0)
     }
 
+    @Test("94. The article's Poller sleeps three times on its thread's timers")
+    func test_94_articlePoller() async throws {
+      let thread = try ResidentThread(name: "poller")
+      defer { stopAndJoin(thread) }
+      let fired = thread.loop.metrics.timersFired
+      let start = LoopClock.Instant.now
+      #expect(try await Poller(thread: thread).pollThreeTimes() == 3)
+      #expect(start.duration(to: .now) >= .milliseconds(15))
+      #expect(thread.loop.metrics.timersFired - fired == 3)
+    }
+
     @Test("94. sleep(until:) resumes no earlier than its deadline")
     func test_94_sleepUntilADeadline() async throws {
       let thread = try ResidentThread(name: "sleep-until")
@@ -101,7 +140,9 @@ extension RunLoopKitTests {
       #expect(loop.metrics.timersFired == 0)
     }
 
-    @Test("94. A task cancelled before it sleeps throws at once and adds no timer")
+    @Test(
+      "94. A task cancelled before it sleeps throws at once and adds no timer",
+      .timeLimit(.minutes(1)))
     func test_94_alreadyCancelledThrowsWithoutATimer() async throws {
       let thread = try ResidentThread(name: "sleep-early")
       defer { stopAndJoin(thread) }
@@ -130,6 +171,19 @@ extension RunLoopKitTests {
       await #expect(throws: LoopError.stopped(thread: "sleep-errors")) {
         try await thread.sleep(for: .milliseconds(1))
       }
+    }
+
+    @Test("94. An actor pinned to a resident thread asleep when the thread stops resumes, throwing")
+    func test_94_pinnedSleeperAtStop() async throws {
+      let thread = try ResidentThread(name: "sleep-stop")
+      let sleeper = LoopSleeper(thread: thread)
+      let ended = Task { await sleeper.sleepUntilEnded() }
+      #expect(waitUntil(seconds: 10) { timerCount(of: thread.loop) == 1 })
+      // Before its final drain the loop ends the sleep, so the actor's code runs on the
+      // thread, once more, and sees the error (it would trap had it resumed after the drain).
+      stopAndJoin(thread)
+      let error = await ended.value
+      #expect(error as? LoopError == .loopTornDown(thread: thread.loop.threadDescription))
     }
 
     @Test("94. On a VirtualLoop, loop.sleep counts in virtual time and resumes within advance")

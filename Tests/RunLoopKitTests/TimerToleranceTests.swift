@@ -49,13 +49,15 @@ extension RunLoopKitTests {
       "93. Timers whose tolerance windows overlap fire in one pass, none early, in both wait modes",
       arguments: WaitModeUnderTest.allCases)
     func test_93_overlappingWindowsFireInOnePass(waitMode: WaitModeUnderTest) throws {
-      // Windows [100, 200], [130, 230], [160, 260] ms: the first closes at 200 ms, after
-      // the other two opened, so one wake at 200 ms serves all three.
-      let offsets: [Duration] = [.milliseconds(100), .milliseconds(130), .milliseconds(160)]
-      let result = try fire(offsets: offsets, tolerance: .milliseconds(100), waitMode: waitMode)
+      // Windows [300, 600], [330, 630], [360, 660] ms: the first closes at 600 ms, after
+      // the other two opened, so one wake at 600 ms serves all three. (A loop thread held up
+      // past 600 ms before its first wait finds all three due and fires them in one pass
+      // too, without sleeping: hence at most one wake.)
+      let offsets: [Duration] = [.milliseconds(300), .milliseconds(330), .milliseconds(360)]
+      let result = try fire(offsets: offsets, tolerance: .milliseconds(300), waitMode: waitMode)
       #expect(result.passes.count == 3)
       #expect(Set(result.passes).count == 1, "one pass: \(result.passes)")
-      #expect(result.timerWakes == 1)
+      #expect(result.timerWakes <= 1)
       for late in result.lateness {
         #expect(late >= .zero, "no timer fires before its fire date")
         #expect(late < .seconds(2), "generous bound: the window plus the kernel's latency")
@@ -76,7 +78,7 @@ extension RunLoopKitTests {
     }
 
     @Test(
-      "93. A loop that sleeps with a deadline sets its thread's timer slack to the least, once",
+      "93. A loop that sleeps with a deadline (a timer's on the futex, the run's in epoll) sets its thread's timer slack to the least",
       arguments: WaitModeUnderTest.allCases)
     func test_93_loopLowersItsThreadsTimerSlack(waitMode: WaitModeUnderTest) throws {
       let (before, after) = try onLoopThread { loop in
@@ -97,6 +99,49 @@ extension RunLoopKitTests {
       }
       #expect(before == 50_000)
       #expect(after == TimerSlack.least)
+    }
+
+    @Test("93. A busy-waiting loop whose mode holds only timers fires them")
+    func test_93_busyWaitFiresTimers() throws {
+      let (fired, elapsed) = try onLoopThread { loop in
+        loop.waitPolicy = .busyWait
+        let fired = Box(false)
+        let start = LoopClock.Instant.now
+        try loop.add(
+          LoopTimer(after: .milliseconds(20)) { _ in
+            fired.value = true
+            loop.stop()
+          }, to: .default)
+        loop.run(for: .seconds(10))
+        return (fired.value, start.duration(to: .now))
+      }
+      #expect(fired)
+      #expect(elapsed < .seconds(5))
+    }
+
+    @Test(
+      "93. A loop asleep in epoll whose last descriptor left still wakes for a timer added from another thread"
+    )
+    func test_93_timerAfterLastDescriptorLeftWakesEpollSleep() throws {
+      let thread = try ResidentThread(name: "epoll-timer")
+      defer { stopAndJoin(thread) }
+      let loop = thread.loop
+      let pipe = makePipe()
+      defer {
+        close(pipe.read)
+        close(pipe.write)
+      }
+      let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
+      try loop.add(reader, to: .default)
+      // The loop goes back to sleep, now in the mode's epoll set (a condition, not a sleep).
+      #expect(waitUntil(seconds: 10) { loop.isWaiting && loop.contains(reader, in: .default) })
+      #expect(
+        waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } })
+      // Removing the descriptor does not wake it; a timer added next must.
+      reader.invalidate()
+      let fired = Box(false)
+      try loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
+      #expect(waitUntil(seconds: 10) { fired.value }, "the timer fired")
     }
   }
 }

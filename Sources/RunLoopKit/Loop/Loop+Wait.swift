@@ -70,7 +70,7 @@ extension Loop {
     let wait =
       spin.found == nil
       ? waitInKernel(on: epoll, of: mode, until: deadline, as: commitment)
-      : KernelWait()
+      : KernelWait(timerDue: commitment.timerDue)
     // Asked for after the wait, so a tracer attached while the loop slept records that sleep.
     let sink = traceSink(mode.mode)
     let (result, wokenBy) = sortOutWake(
@@ -100,7 +100,12 @@ extension Loop {
     }
     return lock.withLock {
       checkCalledSourcesLocked(in: mode)
-      if mode.timerNeedsArming || mode.timerFDStale { mode.rearmTimer() }
+      let arming = timerFDNeededLocked(mode)
+      if mode.timerNeedsArming {
+        mode.rearmTimer(armingTimerFD: arming)
+      } else {
+        mode.syncTimerFD(arming: arming)
+      }
       // The wake-up eventfd is drained here, before the next wait, rather than right after
       // the wake: that keeps a read syscall off the path from wake-up to the posted work.
       // A write decided under the lock may land only after this drain (it is made after the
@@ -143,7 +148,7 @@ extension Loop {
       // looks: sleeping until a date in the past still waits for the kernel's next timer
       // interrupt (measured here: ~14 µs per such sleep, with a `loop.sleep(for: .zero)`).
       // A look fires such timers too: a futex-sleeping mode has no timerfd to report them.
-      let timerDue = !spun && mode.armedDeadline.map { $0 <= .now } == true
+      let timerDue = mode.armedDeadline.map { $0 <= .now } == true
       if timerDue { sleeping = false }
       if sleeping {
         // Said before the last look at the posted blocks: a poster that writes its block
@@ -157,7 +162,12 @@ extension Loop {
       }
       sleepStart = sleeping ? .now : nil
       sleepingOnFutex = sleeping && (mode.descriptors.isEmpty || mode.rebuildFailed)
-      guard sleepingOnFutex else { return Commitment(sleptAt: sleepStart, timerDue: timerDue) }
+      guard sleepingOnFutex else {
+        // A descriptor may have joined the mode since `prepareToWait` left the timerfd
+        // disarmed: an epoll sleep needs it armed.
+        if sleeping { mode.syncTimerFD(arming: true) }
+        return Commitment(sleptAt: sleepStart, timerDue: timerDue)
+      }
       // The earlier of the two, without building an array on every sleep.
       let armed = mode.armedDeadline
       var until = deadline.map { min($0, armed ?? $0) } ?? armed
@@ -173,6 +183,14 @@ extension Loop {
         sleptAt: sleepStart, futexSeen: futex.value, futexDeadline: until,
         pollAfterSleep: mode.rebuildFailed)
     }
+  }
+
+  /// Whether `mode`'s timerfd must hold the mode's deadline: the loop waits on it in epoll
+  /// (the mode has descriptors, or the loop is asleep in an epoll set now, which a descriptor
+  /// removed meanwhile does not end), or may spin (a spin looks at the set, not the clock).
+  /// Otherwise the loop sleeps on its futex with the deadline and the timerfd stays disarmed.
+  func timerFDNeededLocked(_ mode: ModeState) -> Bool {
+    mode.waitsInEpoll || policy != .sleep || (sleeping && !sleepingOnFutex)
   }
 
   /// A change made from another thread that a loop asleep on its futex in `mode` must see

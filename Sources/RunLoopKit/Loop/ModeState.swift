@@ -155,23 +155,23 @@ final class ModeState {
   /// The mode waits in `epoll_wait`, the one wait its timerfd can end.
   var waitsInEpoll: Bool { !descriptors.isEmpty && !rebuildFailed }
 
-  /// The mode waits in epoll and its timerfd does not hold `armedDeadline` (it just gained a
-  /// descriptor, or its expiry was read): the next wait must arm it first.
-  var timerFDStale: Bool {
-    !isVirtual && waitsInEpoll && timerFD.armedDeadline != scheduledDeadline
+  /// Notes the current earliest wake deadline, and arms the timerfd for it when `armingTimerFD`
+  /// (see `Loop.timerFDNeededLocked`), or leaves it disarmed.
+  func rearmTimer(armingTimerFD: Bool) {
+    timerNeedsArming = false
+    scheduledDeadline = timers.wakeDeadline()
+    syncTimerFD(arming: armingTimerFD)
   }
 
-  /// Notes the current earliest wake deadline and, for a mode that waits in epoll, arms the
-  /// timerfd for it. A mode that sleeps on the futex leaves the timerfd alone (disarmed):
+  /// Makes the timerfd hold `armedDeadline` when `arming`, and be disarmed otherwise; costs no
+  /// syscall when it already does. A mode that sleeps on the futex leaves the timerfd alone:
   /// arming one is a syscall that reprograms the hardware timer, expensive in a VM, and the
   /// futex takes the deadline itself (measured: `loop.sleep(for: .zero)` took ~20 µs with the
   /// two `timerfd_settime` and the `read` each sleep cost).
-  func rearmTimer() {
-    timerNeedsArming = false
-    scheduledDeadline = timers.wakeDeadline()
+  func syncTimerFD(arming: Bool) {
     guard !isVirtual else { return }
     do {
-      if waitsInEpoll {
+      if arming {
         try timerFD.arm(at: scheduledDeadline)
       } else if timerFD.armedDeadline != nil {
         try timerFD.arm(at: nil)

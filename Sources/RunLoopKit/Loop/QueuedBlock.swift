@@ -13,8 +13,12 @@ extension Loop {
       /// Whatever mode the loop runs next (the resident thread's stop block).
       case any
       /// An executor job: runs in the common modes like `.common`, but never from a run
-      /// nested inside another job (see `Loop.enqueueJob`).
-      case executorJob
+      /// nested inside another job (see `Loop.enqueueJob`). A `LoopExecutor` job is carried
+      /// here, in the payload room the mode cases have anyway, and run by the loop itself
+      /// (`run(on:)`): no closure, so queuing one allocates nothing (a closure context cost
+      /// two allocations per job), and the block stays 40 bytes. Other executors' jobs (a
+      /// group's, the main executor's) come as a closure, with no job here.
+      case executorJob(UnownedJob?)
 
       init(_ mode: Mode) {
         switch mode.predefined {
@@ -46,15 +50,14 @@ extension Loop {
     /// applies, and reading the enum (whose payload holds a String) copies it through an
     /// outlined function, ~30 instructions a block.
     let simpleModes: SimpleModes
+    /// Empty for a `LoopExecutor` job (`Modes.executorJob`), which needs no context.
     let block: () -> Void
-    /// A `LoopExecutor` job, run by the loop itself (`run(on:)`): carried as the job, not in a
-    /// closure, so queuing one allocates nothing (a closure context cost two allocations per
-    /// job). `block` is then an empty closure, which needs no context.
-    let job: UnownedJob?
 
     enum SimpleModes: UInt8 {
-      /// `.common` or an executor job.
+      /// `.common`, or an executor job that came as a closure.
       case common
+      /// A `LoopExecutor` job carried in `modes` (applies like `.common`).
+      case loopExecutorJob
       case defaultMode
       case any
       /// Named modes: ask `modes`.
@@ -70,21 +73,25 @@ extension Loop {
       case .one, .list: simpleModes = .named
       }
       self.block = block
-      job = nil
     }
 
     /// A job for this loop's own executor (`Loop.executor`).
     init(job: UnownedJob) {
-      modes = .executorJob
-      simpleModes = .common
+      modes = .executorJob(job)
+      simpleModes = .loopExecutorJob
       block = {}
-      self.job = job
     }
 
     /// Runs the block, or the executor job as `loop`'s running job.
     @inline(__always)
     func run(on loop: Loop) {
-      if let job { loop.runExecutorJob(job) } else { block() }
+      // `modes` is read only for a job: asking every block for it would copy its payload
+      // through an outlined function (see `simpleModes`).
+      if simpleModes == .loopExecutorJob, case .executorJob(let job?) = modes {
+        loop.runExecutorJob(job)
+      } else {
+        block()
+      }
     }
 
     /// What a drain asks of every block: worked out once per drain, so the two common cases
@@ -114,7 +121,7 @@ extension Loop {
     @inline(__always)
     func applies(to target: Target) -> Bool {
       switch simpleModes {
-      case .common: return target.isCommon
+      case .common, .loopExecutorJob: return target.isCommon
       case .defaultMode: return target.isDefault
       case .any: return true
       case .named: return modes.applies(to: target)

@@ -38,8 +38,11 @@ extension Loop {
     // pinned to this loop is a job on Swift's global executor (measured: one or two per
     // sleep), and only then hops back to the actor. Preferring this loop's executor makes
     // that first stop the loop itself. Only worth it on the loop's thread: a caller running
-    // elsewhere resumes on its own executor anyway.
-    if isCurrent && !currentTaskPrefers(executor) {
+    // elsewhere resumes on its own executor anyway. Nor without an executor yet: no task
+    // runs on it then, and making one would keep the loop's common modes alive for good.
+    if isCurrent, let executor = lock.withLock({ executorStorage }),
+      !currentTaskPrefers(executor)
+    {
       try await withTaskExecutorPreference(executor) {
         try await sleepOnTimer(until: deadline, tolerance: tolerance)
       }

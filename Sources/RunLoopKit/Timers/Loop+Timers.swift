@@ -14,7 +14,7 @@ extension Loop {
     if virtualClock == nil, pthread_equal(pthread_self(), thread) != 0 {
       mode.timerNeedsArming = true
     } else {
-      mode.rearmTimer()
+      mode.rearmTimer(armingTimerFD: timerFDNeededLocked(mode))
       // A loop asleep on its futex sleeps until the deadline it read when it fell asleep; a
       // disarmed timer (no timer left) never needs it to wake earlier.
       if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }

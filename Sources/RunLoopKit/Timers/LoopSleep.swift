@@ -25,9 +25,9 @@ final class LoopSleep: Sendable {
     let timer: LoopTimer
     do {
       let end = End(sleep: self, loop: loop)
-      timer = try LoopTimer(label: "loop.sleep", firstFireAt: deadline, tolerance: tolerance) {
-        _ in end.sleep.resume(throwing: nil)
-      }
+      timer = try LoopTimer(
+        label: "loop.sleep", firstFireAt: deadline, tolerance: tolerance, endsSleep: true
+      ) { _ in end.sleep.resume(throwing: nil) }
     } catch {
       continuation.resume(throwing: error)
       return
@@ -50,9 +50,11 @@ final class LoopSleep: Sendable {
   }
 
   /// Held only by the timer's handler, which the timer lets go of when it is invalidated:
-  /// after it fired, when the sleep was cancelled, or when its loop was torn down (the
-  /// thread exited, a resident thread stopped) before it fired. In that last case nothing
-  /// else would ever resume the task, so it resumes throwing `LoopError.loopTornDown`.
+  /// after it fired, when the sleep was cancelled, or when its loop's thread exits (a
+  /// resident thread stopped) before it fired. In that last case nothing else would ever
+  /// resume the task, so it resumes throwing `LoopError.loopTornDown`: the loop ends its
+  /// sleeps before its final drain (`endSleepsBeforeExit`), so a task running on the loop
+  /// itself (a pinned actor) still gets to run and see the error.
   private final class End: Sendable {
     let sleep: LoopSleep
     /// For the error's message only. (Strong: the loop → timer → handler → here cycle ends

@@ -71,6 +71,9 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// what it captured on the loop's thread only (see `Loop.releaseOnOwnThread`). Next to
   /// `isFiring`, in what was padding: a field at the end made every timer 16 bytes larger.
   let releasesOnLoopThread: Bool
+  /// The timer of a `loop.sleep`: its loop ends it before the final drain of a thread's exit,
+  /// so that a task sleeping on the loop resumes while the loop can still run it.
+  let endsSleep: Bool
   /// `fireDate` was set since the timer's callout began: the loop honours that date after
   /// the callout even when it equals the date just fired (as it does on a virtual loop, where
   /// no time passes in a callout). In padding too. Guarded by `binding.lock`.
@@ -118,7 +121,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   init(
     label: String?, firstFireAt fireDate: LoopClock.Instant, interval: Duration? = nil,
     tolerance: Duration = .zero, order: Int = 0, releasesOnLoopThread: Bool = false,
-    handler: @escaping Handler
+    endsSleep: Bool = false, handler: @escaping Handler
   ) throws(LoopError) {
     if let interval, interval <= .zero {
       throw LoopTimer.invalid("timer interval", "\(interval)", LoopTimer.intervalRule)
@@ -133,6 +136,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     self.label = label
     self.order = order
     self.releasesOnLoopThread = releasesOnLoopThread
+    self.endsSleep = endsSleep
     self.storedHandler = handler
     self.storedFireDate = fireDate
     // Most timers have none: the zero test spares them Duration's 128-bit division.

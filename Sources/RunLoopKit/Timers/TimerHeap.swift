@@ -118,6 +118,11 @@ final class TimerHeap {
     for index in dueIndices { found.append(storage[index].timer) }
   }
 
+  /// Calls `body` with every timer in the heap, in no particular order.
+  func forEachTimer(_ body: (LoopTimer) -> Void) {
+    for index in 0..<count { body(storage[index].timer) }
+  }
+
   /// When the mode's timerfd should go off: the earliest `fireDate + tolerance` over every
   /// timer. Only timers whose fire date is before the best candidate so far can lower it, and
   /// the heap order lets whole subtrees past that point be skipped, so this visits just the
