@@ -131,9 +131,13 @@ extension Report {
     printVirtualTime()
     printLateness(
       timerLateness,
-      title: "Lateness of a 1 ms repeating timer (first four rows in interleaved rounds)")
+      title: "Lateness of a 1 ms repeating timer (first five rows: interleaved rounds, each case\n"
+        + "right after a batch of its floor; ×floor: median over rounds of the case's p50 (p99),\n"
+        + "less its tolerance, over the floor batch's)")
     printLateness(
-      sleepLateness, title: "Lateness of a sleep until 1 ms ahead, alternating rounds")
+      sleepLateness,
+      title: "Lateness of a sleep until 1 ms ahead (rotating rounds, each case right after a\n"
+        + "batch of the floor; ×floor: median over rounds of p50 over the floor batch's)")
     if !allocations.isEmpty {
       print("\nAllocations per operation (the C allocator, counted process-wide; task preferring")
       print("a resident thread's executor; after a warm-up)\n")
@@ -186,7 +190,8 @@ extension Report {
       results.contains { $0.wakeUpsPerFiring != nil } ? "wakes/firing" : "global jobs/sleep"
     print(
       pad("case", 40) + pad("p50", 10, right: true) + pad("p99", 10, right: true)
-        + pad("max", 10, right: true) + pad(extra, 19, right: true) + "  thread's timer slack")
+        + pad("max", 10, right: true) + pad("×floor", 8, right: true) + pad("p99", 6, right: true)
+        + pad(extra, 19, right: true) + "  thread's timer slack")
     for result in results {
       let d = result.distribution
       let figure =
@@ -196,8 +201,10 @@ extension Report {
       print(
         pad(result.name, 40) + pad(formatNanoseconds(d.p50), 10, right: true)
           + pad(formatNanoseconds(d.p99), 10, right: true)
-          + pad(formatNanoseconds(d.max), 10, right: true) + pad(figure, 19, right: true)
-          + "  " + result.slack)
+          + pad(formatNanoseconds(d.max), 10, right: true)
+          + pad(result.floorRatioP50.map { fixed($0, 2) } ?? "—", 8, right: true)
+          + pad(result.floorRatioP99.map { fixed($0, 2) } ?? "—", 6, right: true)
+          + pad(figure, 19, right: true) + "  " + result.slack)
     }
   }
 }

@@ -19,8 +19,8 @@ private actor PinnedSleeper {
 /// How late a sleep 1 ms ahead resumes, and how many jobs it puts on Swift's global executor:
 /// `Task.sleep` (RunLoopKitExecutors times it with the loop's timer when the task prefers the
 /// loop's executor) and `loop.sleep`, from a task preferring the loop's executor and from an
-/// actor pinned to it, and `Task.sleep` on the default executor (Dispatch's timer), with the
-/// C floor of `TimerLatenessStudy` (a timerfd on a 1 ms grid) in the same rounds. The cases
+/// actor pinned to it, and `Task.sleep` on the default executor (Dispatch's timer), each right
+/// after a batch of the C floor of `TimerLatenessStudy` (a timerfd on a 1 ms grid). The cases
 /// run in alternating rounds so drift on a shared machine falls on all of them; lateness runs
 /// from the deadline to the first instruction after the sleep.
 enum SleepLatenessStudy {
@@ -37,10 +37,6 @@ enum SleepLatenessStudy {
       try? floorThread.join()
     }
     let cases: [(name: String, slack: String, measure: () async -> ([Int64], Int))] = [
-      (
-        TimerLatenessStudy.floorName, "50 µs (a timerfd ignores slack)",
-        { ((try? TimerLatenessStudy.cFloor(on: floorThread, perRound, futex: false)) ?? [], 0) }
-      ),
       (
         "Task.sleep, loop executor", loopSlack,
         { await preferring(thread.executor) { await lateness(samples: perRound, loop: nil) } }
@@ -66,32 +62,42 @@ enum SleepLatenessStudy {
         { await actor.lateness(samples: perRound, loopSleep: true) }
       ),
     ]
+    // Every case is measured right after a batch of the C floor and compared with it round
+    // by round (the ratio is the median over rounds), as the wake study does.
     var samples = [[Int64]](repeating: [], count: cases.count)
+    var floorSamples: [Int64] = []
+    var ratios = [[Double]](repeating: [], count: cases.count)
     var globalJobs = [Int](repeating: 0, count: cases.count)
     for round in 0..<rounds {
       for offset in 0..<cases.count {
         let index = (round + offset) % cases.count
+        let floor = try TimerLatenessStudy.cFloor(on: floorThread, perRound, futex: false)
         _ = GlobalJobCounter.watch(threadID: nil)
         let (batch, jobs) = await cases[index].measure()
         _ = GlobalJobCounter.stop()
+        floorSamples += floor
         samples[index] += batch
         globalJobs[index] += jobs
+        ratios[index].append(Double(Distribution(batch).p50) / Double(Distribution(floor).p50))
       }
     }
     thread.stop()
     try thread.join()
     progress.note("sleep lateness")
-    return cases.indices.map { index in
-      var result = LatenessResult(
-        name: cases[index].name, distribution: Distribution(samples[index]),
-        slack: cases[index].slack)
-      // Every thread counts (nothing else runs in the process meanwhile), from the first
-      // sleep of a batch to its last, inside the caller's isolation.
-      if index > 0 {
+    let floorRow = LatenessResult(
+      name: TimerLatenessStudy.floorName, distribution: Distribution(floorSamples),
+      slack: "50 µs (a timerfd ignores slack)")
+    return [floorRow]
+      + cases.indices.map { index in
+        var result = LatenessResult(
+          name: cases[index].name, distribution: Distribution(samples[index]),
+          slack: cases[index].slack)
+        // Every thread counts (nothing else runs in the process meanwhile), from the first
+        // sleep of a batch to its last, inside the caller's isolation.
         result.globalJobsPerSleep = Double(globalJobs[index]) / Double(samples[index].count)
+        result.floorRatioP50 = medianOf(ratios[index])
+        return result
       }
-      return result
-    }
   }
 
   /// Nonisolated, so the preference decides where the sleeps and the timing run.
