@@ -9,7 +9,7 @@ struct Options {
   static let usage = """
     usage: runloop-bench [--quick] [--json FILE] [--svg FILE] [--trace FILE]
                          [--only STUDY[,STUDY…]]
-      --quick        a smoke run (fewer samples, shorter windows), about 15 s
+      --quick        a smoke run (fewer samples, shorter windows), about 20 s
       --json FILE    write every figure as JSON
       --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
       --trace FILE   after the studies (so it perturbs none), trace a short sample workload
