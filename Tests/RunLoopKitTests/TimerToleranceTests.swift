@@ -9,6 +9,20 @@ import Testing
 enum WaitModeUnderTest: String, CaseIterable, Sendable {
   case futex
   case epoll
+
+  /// Runs `body` with the default mode of `loop` (the calling thread's) set up to sleep this
+  /// way: for `.epoll`, a pipe nobody writes is watched there until `body` returns.
+  func arrange<T>(_ loop: Loop, _ body: () throws -> T) throws -> T {
+    let pipe = makePipe()
+    defer {
+      close(pipe.read)
+      close(pipe.write)
+    }
+    let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
+    defer { reader.invalidate() }
+    if self == .epoll { try loop.add(reader, to: .default) }
+    return try body()
+  }
 }
 
 extension RunLoopKitTests {
@@ -20,28 +34,22 @@ extension RunLoopKitTests {
       offsets: [Duration], tolerance: Duration, waitMode: WaitModeUnderTest
     ) throws -> (passes: [UInt64], lateness: [Duration], timerWakes: UInt64) {
       try onLoopThread { loop in
-        let pipe = makePipe()
-        defer {
-          close(pipe.read)
-          close(pipe.write)
+        try waitMode.arrange(loop) {
+          let passes = Box<[UInt64]>([])
+          let lateness = Box<[Duration]>([])
+          let start = LoopClock.Instant.now
+          for offset in offsets {
+            let date = start.advanced(by: offset)
+            try loop.add(
+              LoopTimer(fireAt: date, tolerance: tolerance) { _ in
+                passes.value.append(loop.metrics.passes)
+                lateness.value.append(date.duration(to: .now))
+                if passes.value.count == offsets.count { loop.stop() }
+              }, to: .default)
+          }
+          loop.run(for: .seconds(30))
+          return (passes.value, lateness.value, loop.metrics.wakes.timer)
         }
-        let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
-        if waitMode == .epoll { try loop.add(reader, to: .default) }
-        let passes = Box<[UInt64]>([])
-        let lateness = Box<[Duration]>([])
-        let start = LoopClock.Instant.now
-        for offset in offsets {
-          let date = start.advanced(by: offset)
-          try loop.add(
-            LoopTimer(fireAt: date, tolerance: tolerance) { _ in
-              passes.value.append(loop.metrics.passes)
-              lateness.value.append(date.duration(to: .now))
-              if passes.value.count == offsets.count { loop.stop() }
-            }, to: .default)
-        }
-        loop.run(for: .seconds(30))
-        reader.invalidate()
-        return (passes.value, lateness.value, loop.metrics.wakes.timer)
       }
     }
 
@@ -85,16 +93,10 @@ extension RunLoopKitTests {
         // The thread starts with its creator's slack; 50 µs, or whatever the runner set.
         try TimerSlack.setCurrentThread(nanoseconds: 50_000)
         let before = TimerSlack.currentThread
-        let pipe = makePipe()
-        defer {
-          close(pipe.read)
-          close(pipe.write)
+        try waitMode.arrange(loop) {
+          try loop.add(LoopTimer(after: .milliseconds(5)) { _ in loop.stop() }, to: .default)
+          loop.run(for: .seconds(30))
         }
-        let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
-        if waitMode == .epoll { try loop.add(reader, to: .default) }
-        try loop.add(LoopTimer(after: .milliseconds(5)) { _ in loop.stop() }, to: .default)
-        loop.run(for: .seconds(30))
-        reader.invalidate()
         return (before, TimerSlack.currentThread)
       }
       #expect(before == 50_000)
