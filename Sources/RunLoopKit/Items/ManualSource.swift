@@ -75,7 +75,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
       return binding.ownerUnlocked?.countSignal()
     }
     // After the unlock: the binding's lock is a leaf lock.
-    if let traced { traced.loop.traceSignalSent(self, at: traced.at) }
+    if let traced { traced.loop.signalSent(self, at: traced.at) }
   }
 
   /// `signal()` followed by a wake-up of the loop the source belongs to.

@@ -187,10 +187,12 @@ extension Loop {
 
   /// Whether `mode`'s timerfd must hold the mode's deadline: the loop waits on it in epoll
   /// (the mode has descriptors, or the loop is asleep in an epoll set now, which a descriptor
-  /// removed meanwhile does not end), or may spin (a spin looks at the set, not the clock).
+  /// removed meanwhile does not end), may spin (a spin looks at the set, not the clock), or
+  /// is embedded in a host's loop (whose descriptor reports the set).
   /// Otherwise the loop sleeps on its futex with the deadline and the timerfd stays disarmed.
   func timerFDNeededLocked(_ mode: ModeState) -> Bool {
     mode.waitsInEpoll || policy != .sleep || (sleeping && !sleepingOnFutex)
+      || embeddedMode === mode
   }
 
   /// A change made from another thread that a loop asleep on its futex in `mode` must see

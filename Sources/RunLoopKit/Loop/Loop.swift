@@ -148,6 +148,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   var mainQueue = MainQueueState()
   /// The executor once handed out; dropped at teardown (it holds the loop strongly).
   var executorStorage: LoopExecutor?
+  /// The mode a `LoopEmbedding` drives, and (read without the lock, by signals) whether it
+  /// sleeps between the host's passes now (Loop+Embedding.swift).
+  @exclusivity(unchecked) var embeddedMode: ModeState?
+  let embeddedIdle = Atomic<Bool>(false)
 
   // MARK: Rarely used state
 
@@ -284,7 +288,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       return .finished
     }
     lock.withLock {
-      if frames.isEmpty { outermostRunStart = now }
+      if frames.isEmpty { beginOutermostRunLocked() }
       frames.append(RunFrame(mode: name))
     }
     notifyObservers(.entry, in: mode)
@@ -292,7 +296,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       mode, until: deadline, returnAfterSourceHandled: returnAfterSourceHandled, onePass: onePass)
     notifyObservers(.exit, in: mode)
     traceSink(name)?.record(.returned(result))
-    lock.withLock {
+    let signal = lock.withLock { () -> WakeSignal in
       _ = frames.popLast()
       if frames.isEmpty, let start = outermostRunStart {
         counters.timeRunning += start.duration(to: now)
@@ -301,7 +305,10 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       // A nested run may have consumed a wake-up meant for the run it returns to (a block
       // posted for the outer mode, say); make the outer run look again before it sleeps.
       if !frames.isEmpty { wakeRequested = true }
+      // An embedded mode sleeps again between the host's passes.
+      return embeddedMode.map { idleLocked($0) } ?? .none
     }
+    send(signal)
     return result
   }
 
@@ -354,31 +361,6 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       belongs to \(threadDescription). A loop can only be run by its own thread: use Loop.current on \
       this thread, or send the work to that loop's thread with loop.perform { … }.
       """)
-  }
-
-  /// The mode's state if it exists and has something to run; nil otherwise.
-  func liveModeLocked(_ name: Mode) -> ModeState? {
-    guard !tornDown, name != .common, !name.name.isEmpty else { return nil }
-    if let mode = modes[name] { return isEmptyLocked(mode) ? nil : mode }
-    // Queued blocks alone keep a mode alive, even one nothing was ever added to. (Out of
-    // descriptors, the mode cannot be made: the run returns, and the blocks stay queued.)
-    guard hasBlocksLocked(for: name) else { return nil }
-    return try? modeLocked(name)
-  }
-
-  func isEmptyLocked(_ mode: ModeState) -> Bool {
-    if tornDown { return true }
-    if mode.hasSourcesOrTimers { return false }
-    return !hasBlocksLocked(for: mode.mode)
-  }
-
-  /// Whether a queued block would run in `mode`.
-  func hasBlocksLocked(for mode: Mode) -> Bool {
-    let target = QueuedBlock.Target(mode, commonModes: commonModeNames)
-    if blocks.contains(where: { $0.applies(to: target) }) { return true }
-    if posted.mayContain(where: { $0.applies(to: target) }) { return true }
-    guard !deferredBlocks.isEmpty, deferredBlocksSkip != target else { return false }
-    return deferredBlocks.contains { $0.applies(to: target) }
   }
 
   private func takeStopRequest() -> Bool {

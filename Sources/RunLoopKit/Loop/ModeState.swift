@@ -216,13 +216,24 @@ final class ModeState {
         refused.append(registration.token)
       }
     }
+    if let outer = embeddingSet {
+      // The host watches the outer set: it now holds the new set (the old one goes).
+      _ = outer.remove(epoll.fd)
+      try? outer.add(fresh.fd, events: CRL_EPOLLIN, token: 0)
+    }
     epoll = fresh
     untrackedTokens = [:]
     rebuildFailed = false
     return refused
   }
 
+  /// For a `LoopEmbedding` of this mode: the epoll set the host watches, holding this mode's
+  /// set. One level above the mode's own, so that a rebuild (which replaces the mode's set)
+  /// leaves the host's descriptor as it was.
+  @exclusivity(unchecked) var embeddingSet: Epoll?
+
   func close() {
+    embeddingSet?.close()
     epoll.close()
     timerFD.close()
   }

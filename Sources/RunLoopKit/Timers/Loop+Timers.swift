@@ -10,8 +10,11 @@ extension Loop {
   /// re-arm, not a thousand. Another thread cannot know when the loop will next look, so
   /// changes from there re-arm at once: a sleeping loop must wake for a new earlier timer.
   func timersChangedLocked(in mode: ModeState) {
-    // A virtual loop arms no timerfd: re-arming only notes the deadline, at once.
-    if virtualClock == nil, pthread_equal(pthread_self(), thread) != 0 {
+    // A virtual loop arms no timerfd: re-arming only notes the deadline, at once. Nor can
+    // an embedded mode between its host's passes wait for its next wait: there is none.
+    if virtualClock == nil, pthread_equal(pthread_self(), thread) != 0,
+      !(embeddedMode === mode && frames.isEmpty)
+    {
       mode.timerNeedsArming = true
     } else {
       mode.rearmTimer(armingTimerFD: timerFDNeededLocked(mode))

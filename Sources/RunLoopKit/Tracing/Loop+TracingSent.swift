@@ -10,13 +10,22 @@ extension Loop {
   /// `ManualSource.signal()` marked one of this loop's sources: moves the count a pass looks
   /// at and, when the signal is to be traced, returns the loop and the time. Called under the
   /// source's lock, which the loop takes to perform the source: the time precedes the perform.
+  /// Also returns the loop when it is embedded in a host's loop and asleep between passes
+  /// (`signalSent(_:at:)` then wakes it: the host must hear of the signal).
   @inline(__always)
   func countSignal() -> (loop: Loop, at: LoopClock.Instant)? {
-    guard tracing.load(ordering: .relaxed) else {
+    guard tracing.load(ordering: .relaxed) || embeddedIdle.load(ordering: .relaxed) else {
       manualSignals.add(1, ordering: .releasing)
       return nil
     }
     return countTracedSignal()
+  }
+
+  /// After `countSignal()` returned this loop, outside the source's lock: records the signal
+  /// if traced, and wakes an embedded loop asleep between its host's passes.
+  func signalSent(_ source: ManualSource, at: LoopClock.Instant) {
+    if tracing.load(ordering: .relaxed) { traceSignalSent(source, at: at) }
+    if embeddedIdle.load(ordering: .acquiring) { wakeUp() }
   }
 
   private func countTracedSignal() -> (loop: Loop, at: LoopClock.Instant)? {
@@ -29,7 +38,7 @@ extension Loop {
 
   /// `ManualSource.signal()` marked one of this loop's sources at `at` while it was traced.
   /// From the loop's own thread a signal is part of a callout, recorded already.
-  func traceSignalSent(_ source: ManualSource, at: LoopClock.Instant) {
+  private func traceSignalSent(_ source: ManualSource, at: LoopClock.Instant) {
     guard !isCurrent else { return }
     recordSent(.signalSent(source.traceName), at: at, by: crl_gettid())
   }

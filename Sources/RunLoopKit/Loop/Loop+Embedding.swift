@@ -1,0 +1,123 @@
+import CRunLoopShims
+import Synchronization
+
+/// The loop's side of `LoopEmbedding`: between the host's passes the embedded mode counts as
+/// asleep in its epoll set, so that posts, wake-ups and signals write the wake-up eventfd the
+/// set reports, and its timerfd stays armed at the mode's next timer date.
+extension Loop {
+  /// Makes an embedding of `mode` for a host event loop to drive (see `LoopEmbedding`).
+  /// Call it on the loop's thread, where the host will call `runPass()`.
+  ///
+  /// - Throws: `LoopError.invalidArgument` for `.common`, an empty mode name, a mode already
+  ///   embedded (one embedding per loop), or a `VirtualLoop`'s loop (it has no descriptors to
+  ///   watch); `LoopError.loopTornDown` after the thread exited; a `SystemError` when the
+  ///   process is out of descriptors for the mode's epoll set.
+  public func makeEmbedding(in mode: Mode = .default) throws(LoopError) -> LoopEmbedding {
+    preconditionIsCurrent("makeEmbedding(in:)")
+    guard virtualClock == nil else {
+      throw .invalidArgument(
+        name: "loop", value: "a VirtualLoop's loop",
+        reason: "a virtual loop has no descriptor for a host to watch; drive it with advance")
+    }
+    guard mode != .common, !mode.name.isEmpty else {
+      throw .invalidArgument(
+        name: "mode", value: "\(mode)", reason: "an embedding runs one named mode")
+    }
+    // Loop.main serves the main queue from its first run on; embedded, from now on, so that
+    // `DispatchQueue.main.async` makes the descriptor readable before the first pass.
+    serveMainQueueIfMainThread()
+    let (embedding, signal) = try lock.withLock {
+      () throws(LoopError) -> (LoopEmbedding, WakeSignal) in
+      if tornDown { throw .loopTornDown(thread: threadDescription) }
+      if let embedded = embeddedMode {
+        throw .invalidArgument(
+          name: "mode", value: "\(mode)",
+          reason:
+            "the loop already has an embedding (of mode \(embedded.mode)); invalidate it first")
+      }
+      let state = try modeLocked(mode)
+      let outer = try Epoll()
+      try outer.add(state.epoll.fd, events: CRL_EPOLLIN, token: 0)
+      state.embeddingSet = outer
+      embeddedMode = state
+      return (LoopEmbedding(loop: self, mode: mode, descriptor: outer.fd), idleLocked(state))
+    }
+    send(signal)
+    return embedding
+  }
+
+  /// One pass of the embedded mode, without sleeping; the mode is asleep again afterwards.
+  func runEmbeddedPass(of name: Mode) -> RunResult {
+    preconditionIsCurrent("LoopEmbedding.runPass()")
+    guard lock.withLock({ embeddedMode?.mode == name }) else { return .finished }
+    // The deadline has passed already: the pass looks at the kernel without waiting. The run
+    // wakes the mode from its sleep between passes and puts it back (`runOwnMode`).
+    return runMode(name, until: now, returnAfterSourceHandled: false, onePass: true)
+  }
+
+  /// Ends the embedding of `name`, if it is the loop's: the mode sleeps as before.
+  func endEmbedding(of name: Mode) {
+    lock.withLock {
+      guard let mode = embeddedMode, mode.mode == name else { return }
+      wakeLocked(mode)
+      embeddedMode = nil
+      mode.syncTimerFD(arming: timerFDNeededLocked(mode))
+      mode.embeddingSet?.close()
+      mode.embeddingSet = nil
+    }
+  }
+
+  /// See `LoopEmbedding.nextDeadline`.
+  func embeddedDeadline(of name: Mode) -> LoopClock.Instant? {
+    lock.withLock {
+      guard let mode = embeddedMode, mode.mode == name else { return nil }
+      return mode.timerNeedsArming ? mode.timers.wakeDeadline() : mode.armedDeadline
+    }
+  }
+
+  /// Puts the embedded mode to sleep between passes: armed timerfd, asleep in the mode's epoll
+  /// set as far as posters can tell. Work that came during the pass (a post, a wake-up, a
+  /// signal the pass did not see) makes the descriptor readable at once: the returned signal,
+  /// sent after the unlock, writes the eventfd. Called after each outermost run while
+  /// embedded, so a run made between passes (a modal run, say) leaves it asleep too.
+  func idleLocked(_ mode: ModeState) -> WakeSignal {
+    guard !tornDown, frames.isEmpty else { return .none }
+    if mode.timerNeedsArming {
+      mode.rearmTimer(armingTimerFD: true)
+    } else {
+      mode.syncTimerFD(arming: true)
+    }
+    let pending =
+      wakeRequested || posted.hasWaiting || !blocks.isEmpty
+      || (!mode.manualSources.isEmpty
+        && mode.quietManualSignals != manualSignals.load(ordering: .acquiring))
+    wakeRequested = false
+    wakePending.store(false, ordering: .relaxed)
+    sleeping = true
+    sleepingOnFutex = false
+    sleepStart = now
+    wakeWritten = false
+    asleep.store(true, ordering: .sequentiallyConsistent)
+    embeddedIdle.store(true, ordering: .releasing)
+    // Looked at again after `asleep` is set, as `commitToWait` does: a post written in
+    // between sees `asleep` or is seen here.
+    return pending || posted.hasWaiting ? requestWakeLocked() : .none
+  }
+
+  /// The outermost run begins (`runOwnMode`): an embedded mode asleep between passes wakes.
+  func beginOutermostRunLocked() {
+    outermostRunStart = now
+    if let mode = embeddedMode { wakeLocked(mode) }
+  }
+
+  /// The embedded mode wakes for a pass (or for good): the sleep between passes counts as
+  /// time asleep.
+  private func wakeLocked(_ mode: ModeState) {
+    guard sleeping, !sleepingOnFutex, let start = sleepStart else { return }
+    embeddedIdle.store(false, ordering: .relaxed)
+    sleeping = false
+    asleep.store(false, ordering: .relaxed)
+    counters.timeAsleep += start.duration(to: now)
+    sleepStart = nil
+  }
+}

@@ -1,0 +1,62 @@
+/// A loop run from inside another event loop: GLib's main loop, a libuv loop, a GUI toolkit's.
+///
+/// The host watches ``descriptor`` (readable whenever the embedded mode has work: a block
+/// posted, a source signalled, a descriptor ready, a timer due, the main queue on
+/// ``Loop/main``), wakes by ``nextDeadline`` even if the descriptor stays quiet, and then calls
+/// ``runPass()`` on the loop's thread: one pass that never sleeps. Between passes the loop
+/// counts as asleep, so whoever posts to it writes its wake-up `eventfd`, which the
+/// descriptor reports; an idle embedded loop costs no CPU and no periodic wake-up.
+///
+/// ```swift
+/// let embedding = try Loop.main.makeEmbedding()
+/// // host: poll embedding.descriptor for input, with a timeout until embedding.nextDeadline;
+/// // when it is readable or the timeout passed:
+/// embedding.runPass()
+/// ```
+///
+/// The descriptor is an epoll set holding the mode's own epoll set, which is itself pollable
+/// (libuv's `uv_backend_fd()` is the same idea); the extra level keeps the number the same
+/// when the loop rebuilds the mode's set. A mode that would sleep on the loop's futex uses
+/// its eventfd and timerfd while embedded, so the descriptor sees every wake-up.
+///
+/// Mirrors no CF type: CFRunLoop cannot be driven from outside. Its counterpart is
+/// `CFRunLoopRunInMode(mode, 0, false)` called whenever a host notices work, which CF gives no
+/// way to notice.
+public final class LoopEmbedding: Sendable {
+  /// The loop this embedding runs.
+  public let loop: Loop
+  /// The embedded mode.
+  public let mode: Loop.Mode
+  /// The file descriptor the host watches for input (`POLLIN` / `G_IO_IN` / `EPOLLIN`), an
+  /// epoll set. Owned by the loop: the host must not read or close it, and must stop watching
+  /// it before `invalidate()`, which closes it (its number may then be reused).
+  public let descriptor: Int32
+
+  init(loop: Loop, mode: Loop.Mode, descriptor: Int32) {
+    self.loop = loop
+    self.mode = mode
+    self.descriptor = descriptor
+  }
+
+  deinit { loop.endEmbedding(of: mode) }
+
+  /// When the loop must run a pass even if ``descriptor`` stays quiet: its next timer's date
+  /// (tolerance included), or nil when no timer is pending. A host waits at most until then.
+  /// (The timerfd makes the descriptor readable at that date too; this lets a host that
+  /// polls with a timeout, such as GLib's `prepare`, say so.) Safe from any thread.
+  public var nextDeadline: LoopClock.Instant? { loop.embeddedDeadline(of: mode) }
+
+  /// Runs one pass of the mode that never sleeps, as `CFRunLoopRunInMode(mode, 0, false)`
+  /// does: entry and exit observers, blocks, signalled sources, ready descriptors and due
+  /// timers, in CF's order, then returns. Call it on the loop's thread whenever
+  /// ``descriptor`` is readable or ``nextDeadline`` has passed; calling it at other times
+  /// does no harm. After ``invalidate()`` it does nothing and returns `.finished`.
+  @discardableResult
+  public func runPass() -> Loop.RunResult {
+    loop.runEmbeddedPass(of: mode)
+  }
+
+  /// Ends the embedding: the mode sleeps as it did before, and ``descriptor`` is no longer
+  /// for the host to watch. Idempotent; also done when the embedding is released.
+  public func invalidate() { loop.endEmbedding(of: mode) }
+}
