@@ -61,6 +61,9 @@ public struct LoopClock: Clock, Sendable {
   /// The current instant (`Instant.now`).
   public var now: Instant { .now }
 
+  /// The current instant, `LoopClock.now`, as `ContinuousClock.now` reads.
+  public static var now: Instant { .now }
+
   /// One nanosecond, the unit of `Instant`.
   public var minimumResolution: Duration { .nanoseconds(1) }
 
