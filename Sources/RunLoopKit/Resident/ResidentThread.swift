@@ -193,6 +193,17 @@ public final class ResidentThread: Sendable {
     try await residentLoop.sleep(until: deadline, tolerance: tolerance)
   }
 
+  /// Runs `body` on the thread when it stops: after the last block it accepted, before its
+  /// loop is torn down. The place to close what the thread owns, on the thread that owns it
+  /// (a database connection opened there, a socket its loop watched). Hooks run in the order
+  /// added; the loop takes no more work by then, so a hook that posts to it gets an error.
+  /// A hook that captures this thread keeps it alive until `stop()` (dropping the last
+  /// reference no longer stops it then): call `stop()` yourself.
+  /// - Throws: `.stopped` once `stop()` has been called; the hook will not run.
+  public func onStop(_ body: sending @escaping () -> Void) throws(LoopError) {
+    try core.addStopHook(body)
+  }
+
   /// Lets the blocks already accepted finish, then ends the loop and the thread. Idempotent,
   /// from any thread (on the resident thread it takes effect after the current block).
   public func stop() { core.stop() }

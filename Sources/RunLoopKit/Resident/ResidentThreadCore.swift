@@ -19,6 +19,8 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   private var storedLoop: Loop?
   private var storedThreadID: pid_t = 0
   private var exitRequested = false
+  /// Run on the thread after its final drain (`ResidentThread.onStop`), in the order added.
+  private var stopHooks: [() -> Void] = []
   /// pthread_join may be called once; later joiners wait for the first to finish.
   private var joinStarted = false
   private var joined = false
@@ -104,6 +106,12 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     // loop, executor jobs of tasks that were in flight); once none are left, posts throw.
     keepAlive.invalidate()
     loop.runAcceptedWorkBeforeExit()
+    // Last, so a hook may close what the blocks above still used; the loop takes no work now.
+    let hooks = lock.withLock { () -> [() -> Void] in
+      defer { stopHooks = [] }
+      return stopHooks
+    }
+    for hook in hooks { hook() }
     lock.withLock {
       state = .exited
       changed.broadcast()
@@ -147,6 +155,15 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
       guard state == .running, let storedLoop else { throw .stopped(thread: name) }
       return try storedLoop.schedule(
         block, at: deadline, in: modes, releasesOnLoopThread: releasesOnLoopThread)
+    }
+  }
+
+  /// Adds a hook for the thread's end, or throws once `stop()` was called (checked under the
+  /// lock `stop()` takes, so a hook is either refused or run).
+  func addStopHook(_ hook: @escaping () -> Void) throws(LoopError) {
+    try lock.withLock { () throws(LoopError) in
+      guard state == .running else { throw .stopped(thread: name) }
+      stopHooks.append(hook)
     }
   }
 
