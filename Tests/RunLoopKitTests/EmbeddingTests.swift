@@ -145,6 +145,29 @@ extension RunLoopKitTests {
       #expect(wakeUps == 0)
     }
 
+    @Test(
+      "95. Work the pass cannot take leaves the descriptor quiet afterwards: an empty mode woken, a block for another mode"
+    )
+    func test_95_noSpinOnWorkForNobody() throws {
+      let (quietAfterWake, quietAfterOtherBlock, busy) = try onLoopThread {
+        loop -> (Bool, Bool, Duration) in
+        let embedding = try loop.makeEmbedding(in: "embedded")  // nothing in it: empty
+        defer { embedding.invalidate() }
+        DispatchQueue.global().async { loop.wakeUp() }
+        #expect(isReadable(embedding.descriptor, within: 10_000))
+        #expect(embedding.runPass() == .finished)
+        let quietAfterWake = !isReadable(embedding.descriptor, within: 100)
+        DispatchQueue.global().async { try? loop.perform(in: ["other"]) {} }
+        #expect(isReadable(embedding.descriptor, within: 10_000))
+        embedding.runPass()
+        let quietAfterOtherBlock = !isReadable(embedding.descriptor, within: 100)
+        return (quietAfterWake, quietAfterOtherBlock, loop.metrics.timeBusy)
+      }
+      #expect(quietAfterWake, "an empty mode's pass drains the wake-up")
+      #expect(quietAfterOtherBlock, "a block for another mode does not keep the host busy")
+      #expect(busy >= .zero, "time between passes is neither asleep nor running")
+    }
+
     @Test("95. One embedding per loop, of one named mode; invalidate gives the loop back")
     func test_95_rulesAndInvalidate() throws {
       let fired = try onLoopThread { loop -> Bool in

@@ -64,10 +64,11 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   }
 
   /// Marks the source ready to be performed on the loop's next pass. Safe from any thread.
-  /// Does not wake the loop. Signalling an already signalled source keeps its original place
+  /// Does not wake the loop (except one embedded in a host's loop and idle between passes:
+  /// see `LoopEmbedding`). Signalling an already signalled source keeps its original place
   /// in line; signalling an invalid source does nothing.
   public func signal() {
-    let traced = binding.lock.withLock { () -> (loop: Loop, at: LoopClock.Instant)? in
+    let traced = binding.lock.withLock { () -> (loop: Loop, at: LoopClock.Instant?)? in
       guard isValidLocked, !signalled else { return nil }
       signalled = true
       signalSequence = SignalClock.next()

@@ -49,17 +49,28 @@ extension Loop {
   /// One pass of the embedded mode, without sleeping; the mode is asleep again afterwards.
   func runEmbeddedPass(of name: Mode) -> RunResult {
     preconditionIsCurrent("LoopEmbedding.runPass()")
-    guard lock.withLock({ embeddedMode?.mode == name }) else { return .finished }
+    let embedded = lock.withLock { () -> Bool in
+      guard embeddedMode?.mode == name else { return false }
+      // The wake-up that brought the host here is answered by this pass. Drained here too,
+      // not only by the pass's wait: a pass of an empty mode (or one an entry observer
+      // stops) never waits, and a readable descriptor left behind would make the host spin.
+      drainWakeFDLocked()
+      return true
+    }
+    guard embedded else { return .finished }
     // The deadline has passed already: the pass looks at the kernel without waiting. The run
-    // wakes the mode from its sleep between passes and puts it back (`runOwnMode`).
-    return runMode(name, until: now, returnAfterSourceHandled: false, onePass: true)
+    // wakes the mode from its sleep between passes and puts it back (`runOwnMode`); a run
+    // that never began (an empty mode) leaves it asleep, and `idleLocked` looks again.
+    let result = runMode(name, until: now, returnAfterSourceHandled: false, onePass: true)
+    send(lock.withLock { embeddedMode.map { idleLocked($0) } ?? .none })
+    return result
   }
 
   /// Ends the embedding of `name`, if it is the loop's: the mode sleeps as before.
   func endEmbedding(of name: Mode) {
     lock.withLock {
       guard let mode = embeddedMode, mode.mode == name else { return }
-      wakeLocked(mode)
+      wakeLocked()
       embeddedMode = nil
       mode.syncTimerFD(arming: timerFDNeededLocked(mode))
       mode.embeddingSet?.close()
@@ -76,10 +87,11 @@ extension Loop {
   }
 
   /// Puts the embedded mode to sleep between passes: armed timerfd, asleep in the mode's epoll
-  /// set as far as posters can tell. Work that came during the pass (a post, a wake-up, a
-  /// signal the pass did not see) makes the descriptor readable at once: the returned signal,
-  /// sent after the unlock, writes the eventfd. Called after each outermost run while
-  /// embedded, so a run made between passes (a modal run, say) leaves it asleep too.
+  /// set as far as posters can tell. Work that came during the pass (a post for the mode, a
+  /// wake-up, a signal the pass did not see) makes the descriptor readable at once: the
+  /// returned signal, sent after the unlock, writes the eventfd. Called after each outermost
+  /// run while embedded, so a run made between passes (a modal run, say) leaves it asleep too.
+  /// Only work for this mode counts: a block for another mode would make the host spin.
   func idleLocked(_ mode: ModeState) -> WakeSignal {
     guard !tornDown, frames.isEmpty else { return .none }
     if mode.timerNeedsArming {
@@ -87,37 +99,40 @@ extension Loop {
     } else {
       mode.syncTimerFD(arming: true)
     }
-    let pending =
-      wakeRequested || posted.hasWaiting || !blocks.isEmpty
-      || (!mode.manualSources.isEmpty
-        && mode.quietManualSignals != manualSignals.load(ordering: .acquiring))
+    let requested = wakeRequested
     wakeRequested = false
     wakePending.store(false, ordering: .relaxed)
     sleeping = true
     sleepingOnFutex = false
-    sleepStart = now
+    // Not a sleep of the loop's own: the host does its work meanwhile, and no run is active
+    // to count it as running (`timeBusy` would go negative), so it is counted as neither.
+    sleepStart = nil
     wakeWritten = false
+    // Said before the last looks below, sequentially consistent on both sides: a poster that
+    // writes its block after the look finds `asleep` set and wakes the loop (see
+    // `PostQueue`), and a signaller that counts after the look finds `embeddedIdle` set.
     asleep.store(true, ordering: .sequentiallyConsistent)
-    embeddedIdle.store(true, ordering: .releasing)
-    // Looked at again after `asleep` is set, as `commitToWait` does: a post written in
-    // between sees `asleep` or is seen here.
-    return pending || posted.hasWaiting ? requestWakeLocked() : .none
+    embeddedIdle.store(true, ordering: .sequentiallyConsistent)
+    let signalled =
+      !mode.manualSources.isEmpty
+      && mode.quietManualSignals != manualSignals.load(ordering: .sequentiallyConsistent)
+    let pending = requested || signalled || hasBlocksLocked(for: mode.mode)
+    return pending ? requestWakeLocked() : .none
   }
 
   /// The outermost run begins (`runOwnMode`): an embedded mode asleep between passes wakes.
   func beginOutermostRunLocked() {
     outermostRunStart = now
-    if let mode = embeddedMode { wakeLocked(mode) }
+    wakeLocked()
   }
 
-  /// The embedded mode wakes for a pass (or for good): the sleep between passes counts as
-  /// time asleep.
-  private func wakeLocked(_ mode: ModeState) {
-    guard sleeping, !sleepingOnFutex, let start = sleepStart else { return }
+  /// Ends the sleep between passes (a run begins, or the embedding ends). Only that state:
+  /// `sleeping` is also set while the loop is really asleep in a run (a modal run between
+  /// passes), which this must leave alone.
+  private func wakeLocked() {
+    guard embeddedIdle.load(ordering: .relaxed) else { return }
     embeddedIdle.store(false, ordering: .relaxed)
     sleeping = false
     asleep.store(false, ordering: .relaxed)
-    counters.timeAsleep += start.duration(to: now)
-    sleepStart = nil
   }
 }

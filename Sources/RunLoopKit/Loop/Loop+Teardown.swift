@@ -72,6 +72,9 @@ extension Loop {
     for mode in modes.values {
       if fd == mode.epoll.fd { return "the epoll set of mode \"\(mode.mode)\"" }
       if fd == mode.timerFD.fd { return "the timerfd of mode \"\(mode.mode)\"" }
+      if let outer = mode.embeddingSet, fd == outer.fd {
+        return "the descriptor of the embedding of mode \"\(mode.mode)\""
+      }
     }
     return nil
   }

@@ -114,16 +114,23 @@ extension Loop {
       // sleep reads no eventfd, and the write would be found by some later epoll wait, a
       // wake-up nobody asked for. So the eventfd counts as written until a drain finds no
       // write on its way (checked first: a write that lands after the check is drained).
-      if wakeFDWritten || wakeFDReadable {
-        wakeFDWritten = wakeFD?.hasSignalsInFlight == true
-        wakeFDReadable = false
-        _ = try? wakeFD?.drain()
-      }
-      wakeWritten = false
+      drainWakeFDLocked()
       // A mode whose set could not be rebuilt must not spin on it either: an unowned
       // registration in it reports at once, so a spin would find it on every turn.
       return (mode.epoll, mode.rebuildFailed ? .sleep : self.policy)
     }
+  }
+
+  /// Drains the wake-up eventfd if a write may have reached it, and lets the next wake-up be
+  /// sent (see `prepareToWait` for why it counts as written until a drain finds none on its
+  /// way).
+  func drainWakeFDLocked() {
+    if wakeFDWritten || wakeFDReadable {
+      wakeFDWritten = wakeFD?.hasSignalsInFlight == true
+      wakeFDReadable = false
+      _ = try? wakeFD?.drain()
+    }
+    wakeWritten = false
   }
 
   /// Decides, under the lock posters take, whether this wait blocks: not when asked to poll,

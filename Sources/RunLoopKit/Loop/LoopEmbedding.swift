@@ -19,6 +19,12 @@
 /// when the loop rebuilds the mode's set. A mode that would sleep on the loop's futex uses
 /// its eventfd and timerfd while embedded, so the descriptor sees every wake-up.
 ///
+/// On ``Loop/main`` the main queue and the main actor are served in the common modes: embed
+/// one of them (`.default` is). If the loop cannot rebuild the mode's epoll set after a
+/// descriptor was closed behind its source's back and the process is out of descriptors, the
+/// mode falls back to short sleeps and the descriptor may stay readable: the host then runs
+/// passes back to back until the loop recovers.
+///
 /// Mirrors no CF type: CFRunLoop cannot be driven from outside. Its counterpart is
 /// `CFRunLoopRunInMode(mode, 0, false)` called whenever a host notices work, which CF gives no
 /// way to notice.

@@ -198,7 +198,8 @@ public final class ResidentThread: Sendable {
   /// (a database connection opened there, a socket its loop watched). Hooks run in the order
   /// added; the loop takes no more work by then, so a hook that posts to it gets an error.
   /// A hook that captures this thread keeps it alive until `stop()` (dropping the last
-  /// reference no longer stops it then): call `stop()` yourself.
+  /// reference no longer stops it then): call `stop()` yourself. Such a hook lets go of the
+  /// thread on the thread itself, which then finishes on its own instead of being joined.
   /// - Throws: `.stopped` once `stop()` has been called; the hook will not run.
   public func onStop(_ body: sending @escaping () -> Void) throws(LoopError) {
     try core.addStopHook(body)

@@ -8,31 +8,34 @@ import Glibc
 /// the loop's mode, the tracer's lock) waits until it is out, so tracing does not delay it.
 extension Loop {
   /// `ManualSource.signal()` marked one of this loop's sources: moves the count a pass looks
-  /// at and, when the signal is to be traced, returns the loop and the time. Called under the
-  /// source's lock, which the loop takes to perform the source: the time precedes the perform.
+  /// at and, when the signal is to be traced, returns the loop and the time (nil when only
+  /// an embedding is to be woken). Called under the source's lock, which the loop takes to
+  /// perform the source: the time precedes the perform.
   /// Also returns the loop when it is embedded in a host's loop and asleep between passes
   /// (`signalSent(_:at:)` then wakes it: the host must hear of the signal).
+  /// The count and the embedded check are sequentially consistent, against `idleLocked`,
+  /// which sets `embeddedIdle` and then reads the count: one of the two sees the other (on
+  /// x86 the add is a locked instruction either way, and the load a plain one).
   @inline(__always)
-  func countSignal() -> (loop: Loop, at: LoopClock.Instant)? {
-    guard tracing.load(ordering: .relaxed) || embeddedIdle.load(ordering: .relaxed) else {
-      manualSignals.add(1, ordering: .releasing)
-      return nil
-    }
-    return countTracedSignal()
+  func countSignal() -> (loop: Loop, at: LoopClock.Instant?)? {
+    if tracing.load(ordering: .relaxed) { return countTracedSignal() }
+    manualSignals.add(1, ordering: .sequentiallyConsistent)
+    guard embeddedIdle.load(ordering: .sequentiallyConsistent) else { return nil }
+    return (self, nil)
   }
 
   /// After `countSignal()` returned this loop, outside the source's lock: records the signal
   /// if traced, and wakes an embedded loop asleep between its host's passes.
-  func signalSent(_ source: ManualSource, at: LoopClock.Instant) {
-    if tracing.load(ordering: .relaxed) { traceSignalSent(source, at: at) }
-    if embeddedIdle.load(ordering: .acquiring) { wakeUp() }
+  func signalSent(_ source: ManualSource, at: LoopClock.Instant?) {
+    if let at { traceSignalSent(source, at: at) }
+    if embeddedIdle.load(ordering: .sequentiallyConsistent) { wakeUp() }
   }
 
-  private func countTracedSignal() -> (loop: Loop, at: LoopClock.Instant)? {
+  private func countTracedSignal() -> (loop: Loop, at: LoopClock.Instant?)? {
     // Whose thread this is gets asked after the unlock: `isCurrent` may take the registry's
     // lock, or a virtual clock's, neither of which is to be taken under a leaf lock.
     let at = now
-    manualSignals.add(1, ordering: .releasing)
+    manualSignals.add(1, ordering: .sequentiallyConsistent)
     return (self, at)
   }
 
