@@ -60,10 +60,8 @@ extension Loop {
     guard embedded else { return .finished }
     // The deadline has passed already: the pass looks at the kernel without waiting. The run
     // wakes the mode from its sleep between passes and puts it back (`runOwnMode`); a run
-    // that never began (an empty mode) leaves it asleep, and `idleLocked` looks again.
-    let result = runMode(name, until: now, returnAfterSourceHandled: false, onePass: true)
-    send(lock.withLock { embeddedMode.map { idleLocked($0) } ?? .none })
-    return result
+    // that never began (an empty mode) leaves it asleep as it was.
+    return runMode(name, until: now, returnAfterSourceHandled: false, onePass: true)
   }
 
   /// Ends the embedding of `name`, if it is the loop's: the mode sleeps as before.
@@ -93,12 +91,9 @@ extension Loop {
   /// run while embedded, so a run made between passes (a modal run, say) leaves it asleep too.
   /// Only work for this mode counts: a block for another mode would make the host spin.
   func idleLocked(_ mode: ModeState) -> WakeSignal {
-    guard !tornDown, frames.isEmpty else { return .none }
-    if mode.timerNeedsArming {
-      mode.rearmTimer(armingTimerFD: true)
-    } else {
-      mode.syncTimerFD(arming: true)
-    }
+    // Already asleep between passes: a pass of an empty mode never ran, so nothing changed.
+    guard !tornDown, frames.isEmpty, !embeddedIdle.load(ordering: .relaxed) else { return .none }
+    mode.prepareTimer(arming: true)
     let requested = wakeRequested
     wakeRequested = false
     wakePending.store(false, ordering: .relaxed)

@@ -100,12 +100,7 @@ extension Loop {
     }
     return lock.withLock {
       checkCalledSourcesLocked(in: mode)
-      let arming = timerFDNeededLocked(mode)
-      if mode.timerNeedsArming {
-        mode.rearmTimer(armingTimerFD: arming)
-      } else {
-        mode.syncTimerFD(arming: arming)
-      }
+      mode.prepareTimer(arming: timerFDNeededLocked(mode))
       // The wake-up eventfd is drained here, before the next wait, rather than right after
       // the wake: that keeps a read syscall off the path from wake-up to the posted work.
       // A write decided under the lock may land only after this drain (it is made after the

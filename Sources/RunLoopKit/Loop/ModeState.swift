@@ -65,7 +65,6 @@ final class ModeState {
   /// The mode of a `VirtualLoop`'s loop: its timerfd is never armed, and the virtual wait
   /// jumps to `armedDeadline`.
   let isVirtual: Bool
-  private var scheduledDeadline: LoopClock.Instant?
 
   /// `Loop.manualSignals` when a look at this mode's manual sources last found none
   /// signalled, nil once one found one: until the count moves, the mode need not look again.
@@ -150,7 +149,7 @@ final class ModeState {
 
   /// When the mode's timers need the loop awake next (nil: no timer): the deadline of a
   /// futex sleep, and what the timerfd holds while the mode waits in epoll.
-  var armedDeadline: LoopClock.Instant? { scheduledDeadline }
+  private(set) var armedDeadline: LoopClock.Instant?
 
   /// The mode waits in `epoll_wait`, the one wait its timerfd can end.
   var waitsInEpoll: Bool { !descriptors.isEmpty && !rebuildFailed }
@@ -159,8 +158,18 @@ final class ModeState {
   /// (see `Loop.timerFDNeededLocked`), or leaves it disarmed.
   func rearmTimer(armingTimerFD: Bool) {
     timerNeedsArming = false
-    scheduledDeadline = timers.wakeDeadline()
+    armedDeadline = timers.wakeDeadline()
     syncTimerFD(arming: armingTimerFD)
+  }
+
+  /// Before the loop waits on this mode: re-arms if its timers changed since (deferred by
+  /// `Loop.timersChangedLocked`), otherwise only keeps the timerfd in step with `arming`.
+  func prepareTimer(arming: Bool) {
+    if timerNeedsArming {
+      rearmTimer(armingTimerFD: arming)
+    } else {
+      syncTimerFD(arming: arming)
+    }
   }
 
   /// Makes the timerfd hold `armedDeadline` when `arming`, and be disarmed otherwise; costs no
@@ -172,7 +181,7 @@ final class ModeState {
     guard !isVirtual else { return }
     do {
       if arming {
-        try timerFD.arm(at: scheduledDeadline)
+        try timerFD.arm(at: armedDeadline)
       } else if timerFD.armedDeadline != nil {
         try timerFD.arm(at: nil)
       }
