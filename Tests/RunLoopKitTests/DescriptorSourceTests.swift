@@ -95,6 +95,26 @@ extension RunLoopKitTests {
       #expect(passes <= 3)
     }
 
+    @Test("26b. A source parked after a hang-up says so (isParked) until setInterest resumes it")
+    func test_26b_isParkedAfterHangUp() throws {
+      let states = try onLoopThread { loop -> [Bool] in
+        let pipe = makePipe()
+        defer { close(pipe.read) }
+        let source = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
+        var states = [source.isParked]  // in no mode
+        try loop.add(source, to: .default)
+        defer { source.invalidate() }
+        states.append(source.isParked)  // polling
+        close(pipe.write)
+        loop.run(for: .seconds(10), returnAfterSourceHandled: true)
+        states.append(source.isParked)  // told of the hang-up: parked
+        try source.setInterest(.readable)
+        states.append(source.isParked)  // resumed
+        return states
+      }
+      #expect(states == [false, false, true, false])
+    }
+
     @Test("27. A descriptor source in mode A neither fires nor wakes the loop while it runs mode B")
     func test_27_otherModeDoesNotWake() throws {
       let recorder = Recorder()

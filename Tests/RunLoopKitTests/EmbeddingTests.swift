@@ -168,6 +168,34 @@ extension RunLoopKitTests {
       #expect(busy >= .zero, "time between passes is neither asleep nor running")
     }
 
+    @Test(
+      "95. pollTimeout is nextDeadline in whole milliseconds rounded up: -1 with no timer or a parked one, 0 once due"
+    )
+    func test_95_pollTimeout() throws {
+      let (none, parked, distant, due) = try onLoopThread { loop -> (Int32, Int32, Int32, Int32) in
+        let embedding = try loop.makeEmbedding()
+        defer { embedding.invalidate() }
+        let none = embedding.pollTimeout
+        let timer = try LoopTimer(fireAt: .distantFuture, interval: .seconds(86_400)) { _ in }
+        try loop.add(timer, to: .default)
+        defer { timer.invalidate() }
+        let parked = embedding.pollTimeout
+        timer.fireDate = LoopClock.now.advanced(by: .seconds(3600))
+        let distant = embedding.pollTimeout
+        timer.fireDate = LoopClock.now.advanced(by: .milliseconds(-5))
+        return (none, parked, distant, embedding.pollTimeout)
+      }
+      #expect(none == -1)
+      #expect(parked == -1, "a timer parked at .distantFuture is no deadline")
+      #expect(distant > 3_500_000 && distant <= 3_600_000)
+      #expect(due == 0)
+      let now = LoopClock.Instant(nanoseconds: 1_000_000_000)
+      #expect(LoopEmbedding.milliseconds(from: now, to: now.advanced(by: .nanoseconds(1))) == 1)
+      #expect(LoopEmbedding.milliseconds(from: now, to: now.advanced(by: .milliseconds(2))) == 2)
+      #expect(LoopEmbedding.milliseconds(from: now, to: .distantFuture) == .max)
+      #expect(LoopEmbedding.milliseconds(from: .distantFuture, to: now) == 0)
+    }
+
     @Test("95. One embedding per loop, of one named mode; invalidate gives the loop back")
     func test_95_rulesAndInvalidate() throws {
       let fired = try onLoopThread { loop -> Bool in

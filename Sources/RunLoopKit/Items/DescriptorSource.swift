@@ -152,6 +152,17 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     try owner?.changeInterest(of: self, to: value) { storedInterest = value }
   }
 
+  /// True while the source polls nothing although it is in a mode: after it reported an error
+  /// or a full hang-up, until ``setInterest(_:)`` resumes it, or for good once it was told
+  /// `invalidDescriptor`. A C library that hands over a socket's interest on every callback
+  /// (curl's socket callback) can simply call `setInterest` each time: it un-parks a parked
+  /// source and is a plain `epoll_ctl` otherwise. False for a source in no mode. Safe from any
+  /// thread. CF has no counterpart (a `CFFileDescriptor` is disabled after every callback).
+  public var isParked: Bool {
+    guard let owner = binding.lock.withLock({ binding.ownerUnlocked }) else { return false }
+    return owner.lock.withLock { registrations.contains { $0.parked || $0.stale } }
+  }
+
   /// False once the source was invalidated or its loop torn down. Mirrors
   /// `CFRunLoopSourceIsValid`.
   public var isValid: Bool { binding.isValid }

@@ -80,7 +80,9 @@ extension Loop {
   func embeddedDeadline(of name: Mode) -> LoopClock.Instant? {
     lock.withLock {
       guard let mode = embeddedMode, mode.mode == name else { return nil }
-      return mode.timerNeedsArming ? mode.timers.wakeDeadline() : mode.armedDeadline
+      let deadline = mode.timerNeedsArming ? mode.timers.wakeDeadline() : mode.armedDeadline
+      // A timer parked at .distantFuture (the re-armed timer of a C library) is no deadline.
+      return deadline.flatMap { $0 == .distantFuture ? nil : $0 }
     }
   }
 

@@ -52,6 +52,24 @@ public final class LoopEmbedding: Sendable {
   /// polls with a timeout, such as GLib's `prepare`, say so.) Safe from any thread.
   public var nextDeadline: LoopClock.Instant? { loop.embeddedDeadline(of: mode) }
 
+  /// ``nextDeadline`` as the timeout that `poll(2)`, `epoll_wait(2)` and a GLib `GSource`'s
+  /// `prepare` take: the milliseconds from now until it, rounded up so the host never wakes
+  /// before it; 0 once it has passed; -1 (wait for the descriptor alone) when no timer is
+  /// pending. libuv's `uv_backend_timeout()` is the same number. Safe from any thread.
+  public var pollTimeout: Int32 {
+    guard let deadline = nextDeadline else { return -1 }
+    return Self.milliseconds(from: .now, to: deadline)
+  }
+
+  /// Whole milliseconds from `now` to `deadline`, rounded up, at least 0, at most `Int32.max`.
+  static func milliseconds(from now: LoopClock.Instant, to deadline: LoopClock.Instant) -> Int32 {
+    let (nanoseconds, overflow) = deadline.nanoseconds.subtractingReportingOverflow(now.nanoseconds)
+    if overflow { return deadline > now ? .max : 0 }
+    guard nanoseconds > 0 else { return 0 }
+    let roundedUp = nanoseconds / 1_000_000 + (nanoseconds % 1_000_000 == 0 ? 0 : 1)
+    return Int32(clamping: roundedUp)
+  }
+
   /// Runs one pass of the mode that never sleeps, as `CFRunLoopRunInMode(mode, 0, false)`
   /// does: entry and exit observers, blocks, signalled sources, ready descriptors and due
   /// timers, in CF's order, then returns. Call it on the loop's thread whenever
