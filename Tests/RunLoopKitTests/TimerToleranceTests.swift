@@ -145,5 +145,79 @@ extension RunLoopKitTests {
       try loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
       #expect(waitUntil(seconds: 10) { fired.value }, "the timer fired")
     }
+
+    @Test(
+      "93. A loop asleep in epoll carries its timers' deadline in the wait's timeout: the timerfd stays disarmed, and the wake counts as a timer's"
+    )
+    func test_93_epollSleepCarriesDeadlineInTimeout() throws {
+      let (fired, late, armedWhileWaiting, timerWakes) = try onLoopThread {
+        loop -> (Int, Duration, Bool, UInt64) in
+        try WaitModeUnderTest.epoll.arrange(loop) {
+          let fired = Box(0)
+          let late = Box(Duration.zero)
+          let armed = Box(false)
+          let observer = LoopObserver(activities: .afterWaiting) { _, _ in
+            // Whatever the loop slept for, the timerfd never held it.
+            armed.value =
+              armed.value
+              || loop.lock.withLock { loop.modes[.default]?.timerFD.armedDeadline != nil }
+          }
+          try loop.add(observer, to: .default)
+          defer { observer.invalidate() }
+          let date = Box(LoopClock.Instant.now.advanced(by: .milliseconds(20)))
+          let timer = try LoopTimer(fireAt: date.value, interval: .seconds(3600)) { timer in
+            fired.value += 1
+            late.value = max(late.value, date.value.duration(to: .now))
+            // Moved on the loop's thread, as a C library's timer callback does.
+            date.value = LoopClock.now.advanced(by: .milliseconds(10))
+            timer.fireDate = fired.value < 5 ? date.value : .distantFuture
+            if fired.value == 5 { loop.stop() }
+          }
+          try loop.add(timer, to: .default)
+          defer { timer.invalidate() }
+          let wakes = loop.metrics.wakes.timer
+          loop.run(for: .seconds(30))
+          return (fired.value, late.value, armed.value, loop.metrics.wakes.timer - wakes)
+        }
+      }
+      #expect(fired == 5)
+      #expect(late >= .zero && late < .seconds(2))
+      #expect(!armedWhileWaiting, "no timerfd_settime: the wait's timeout carried the deadline")
+      #expect(timerWakes >= 1 && timerWakes <= 5, "counted as timer wakes: \(timerWakes)")
+    }
+
+    @Test(
+      "93. A loop asleep in epoll until a distant timer wakes on time for a timer another thread adds or moves earlier"
+    )
+    func test_93_otherThreadShortensEpollSleep() throws {
+      let thread = try ResidentThread(name: "epoll-timeout")
+      defer { stopAndJoin(thread) }
+      let loop = thread.loop
+      let pipe = makePipe()
+      defer {
+        close(pipe.read)
+        close(pipe.write)
+      }
+      let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
+      try loop.add(reader, to: .default)
+      defer { reader.invalidate() }
+      let moved = Box(false)
+      let distant = try LoopTimer(after: .seconds(3600), repeating: .seconds(3600)) { _ in
+        moved.value = true
+      }
+      try loop.add(distant, to: .default)
+      defer { distant.invalidate() }
+      // Asleep in epoll with a one-hour timeout (conditions, not sleeps).
+      #expect(waitUntil(seconds: 10) { loop.contains(distant, in: .default) && loop.isWaiting })
+      #expect(
+        waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } })
+      let added = Box(false)
+      try loop.add(LoopTimer(after: .milliseconds(20)) { _ in added.value = true }, to: .default)
+      #expect(waitUntil(seconds: 10) { added.value }, "a timer added from another thread fired")
+      #expect(
+        waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } })
+      distant.fireDate = LoopClock.now.advanced(by: .milliseconds(20))
+      #expect(waitUntil(seconds: 10) { moved.value }, "a timer moved from another thread fired")
+    }
   }
 }

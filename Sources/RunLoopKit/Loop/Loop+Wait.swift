@@ -2,7 +2,8 @@
 /// top to bottom in `waitForEvents`, one call per step.
 ///
 /// Where it sleeps: in `epoll_wait` on the mode's set when the mode has descriptors to watch,
-/// otherwise on the loop's futex with the mode's next timer as the deadline. Both wake for a
+/// otherwise on the loop's futex; either way with the mode's next timer as the deadline. Both
+/// wake for a
 /// posted block, a stop or `wakeUp()`; the futex saves the eventfd write, the epoll wake-up
 /// callback and the extra syscalls around them on every wake (measured by `runloop-bench`:
 /// the bare futex wakes in less time than the bare eventfd + `epoll_wait`).
@@ -32,6 +33,8 @@ extension Loop {
     var futexSeen: UInt32?
     /// See `Commitment.timerDue`.
     var timerDue = false
+    /// The epoll wait's timeout carried the mode's timer deadline (see `Commitment`).
+    var timerInTimeout = false
   }
 
   /// What `commitToWait` decided: whether to block, since when, and on what.
@@ -46,6 +49,9 @@ extension Loop {
     var pollAfterSleep = false
     /// The mode's timer date had passed: this wait only looks, and the timers fire after it.
     var timerDue = false
+    /// For a sleep in the mode's epoll set whose timerfd does not hold the mode's deadline:
+    /// that deadline, which the wait's own timeout carries instead.
+    var epollTimerDeadline: LoopClock.Instant?
   }
 
   /// How long a mode whose epoll set could not be rebuilt sleeps between looks at it.
@@ -90,9 +96,10 @@ extension Loop {
     if let start, let arrival { adaptiveSpin.record(gap: start.duration(to: arrival)) }
   }
 
-  /// Runs what handlers left for before the next wait (ports drain their eventfd), re-arms
-  /// the mode's timerfd if its timers changed and drains the wake-up eventfd; returns the set
-  /// to wait on and the policy to wait by.
+  /// Runs what handlers left for before the next wait (ports drain their eventfd), notes the
+  /// mode's timer date if its timers changed (arming the timerfd only where the wait's own
+  /// timeout cannot carry it) and drains the wake-up eventfd; returns the set to wait on and
+  /// the policy to wait by.
   func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
     if !drainsBeforeWait.isEmpty {
       for source in drainsBeforeWait { source.beforeNextWait?() }
@@ -149,7 +156,7 @@ extension Loop {
       // A mode whose timer date has passed already (a zero delay, a pass that ran late) only
       // looks: sleeping until a date in the past still waits for the kernel's next timer
       // interrupt (measured here: ~14 µs per such sleep, with a `loop.sleep(for: .zero)`).
-      // A look fires such timers too: a futex-sleeping mode has no timerfd to report them.
+      // A look fires such timers too: a disarmed timerfd does not report them.
       let timerDue = mode.armedDeadline.map { $0 <= .now } == true
       if timerDue { sleeping = false }
       if sleeping {
@@ -165,10 +172,16 @@ extension Loop {
       sleepStart = sleeping ? .now : nil
       sleepingOnFutex = sleeping && (mode.descriptors.isEmpty || mode.rebuildFailed)
       guard sleepingOnFutex else {
-        // A descriptor may have joined the mode since `prepareToWait` left the timerfd
-        // disarmed: an epoll sleep needs it armed.
-        if sleeping { mode.syncTimerFD(arming: true) }
-        return Commitment(sleptAt: sleepStart, timerDue: timerDue)
+        // The wait's timeout carries the mode's deadline unless the timerfd holds it (armed
+        // for a spin or an embedding, or by another thread): `epoll_pwait2` takes it with no
+        // syscall of its own, where arming the timerfd is a `timerfd_settime` each time the
+        // deadline moves (5.7 µs here for a deadline less than a millisecond away: it
+        // reprograms the hardware timer, a VM exit) and a `read` after it expired. Read
+        // under the lock: a timer another thread changed since `prepareToWait` counts.
+        let carried = mode.timerFD.armedDeadline == mode.armedDeadline
+        return Commitment(
+          sleptAt: sleepStart, timerDue: timerDue,
+          epollTimerDeadline: sleeping && !carried ? mode.armedDeadline : nil)
       }
       // The earlier of the two, without building an array on every sleep.
       let armed = mode.armedDeadline
@@ -187,14 +200,14 @@ extension Loop {
     }
   }
 
-  /// Whether `mode`'s timerfd must hold the mode's deadline: the loop waits on it in epoll
-  /// (the mode has descriptors, or the loop is asleep in an epoll set now, which a descriptor
-  /// removed meanwhile does not end), may spin (a spin looks at the set, not the clock), or
-  /// is embedded in a host's loop (whose descriptor reports the set).
-  /// Otherwise the loop sleeps on its futex with the deadline and the timerfd stays disarmed.
+  /// Whether `mode`'s timerfd must hold the mode's deadline: the loop is asleep in an epoll
+  /// set now (a timer another thread moved earlier must end that sleep; a descriptor removed
+  /// meanwhile does not end it), may spin (a spin looks at the set, not the clock), or is
+  /// embedded in a host's loop (whose descriptor reports the set). Otherwise the timerfd
+  /// stays disarmed and the loop's own wait carries the deadline: the futex's, or the epoll
+  /// wait's timeout (see `commitToWait`), read when the loop commits to the wait.
   func timerFDNeededLocked(_ mode: ModeState) -> Bool {
-    mode.waitsInEpoll || policy != .sleep || (sleeping && !sleepingOnFutex)
-      || embeddedMode === mode
+    policy != .sleep || (sleeping && !sleepingOnFutex) || embeddedMode === mode
   }
 
   /// A change made from another thread that a loop asleep on its futex in `mode` must see
@@ -228,6 +241,9 @@ extension Loop {
       return KernelWait(count: found, slept: slept, futexSeen: seen)
     }
     let blocking = commitment.sleptAt != nil
+    // The earlier of the run's deadline and the mode's timers', when the timeout carries those.
+    let timers = commitment.epollTimerDeadline
+    let deadline = timers.map { timers in deadline.map { min($0, timers) } ?? timers } ?? deadline
     if blocking, deadline != nil { lowerTimerSlackOnce() }
     var count: Int?
     while count == nil {
@@ -244,7 +260,7 @@ extension Loop {
     }
     return KernelWait(
       count: count ?? 0, slept: commitment.sleptAt.map { ($0, .now) },
-      timerDue: commitment.timerDue)
+      timerDue: commitment.timerDue, timerInTimeout: timers != nil)
   }
 
   /// A sleep with a deadline (the futex's, `epoll_pwait2`'s timeout) is an hrtimer that Linux
@@ -258,125 +274,5 @@ extension Loop {
     guard !timerSlackLowered else { return }
     timerSlackLowered = true
     try? TimerSlack.setCurrentThread(nanoseconds: TimerSlack.least)
-  }
-
-  /// Sorts what the wait returned into timer, descriptors and wake-up, and counts the wake.
-  /// Returns the phase's result and, when `naming`, what woke the loop (for a tracer).
-  private func sortOutWake(
-    spin: SpinOutcome, wait: KernelWait, from epoll: Epoll, in mode: ModeState, naming: Bool
-  ) -> (WakeResult, [LoopTracer.WakeCause]) {
-    var result = WakeResult()
-    var wokenBy: [LoopTracer.WakeCause] = []
-    // Read before the lock: the locked closure would capture (copy) the whole outcome.
-    let found = spin.found
-    lock.withLock {
-      sleeping = false
-      asleep.store(false, ordering: .relaxed)
-      sleepStart = nil
-      sleepingOnFutex = false
-      futexSleepMode = nil
-      futexSleepUntil = nil
-      result.wakeAskedAt = wakeAskedAt
-      wakeAskedAt = nil
-      waitGeneration &+= 1
-      result.waitCount = waitGeneration
-      var causes = WakeCauses()
-      if let seen = wait.futexSeen, let slept = wait.slept {
-        if futex.value != seen {
-          causes.wakeUp = 1
-          if naming { wokenBy.append(.wakeUp) }
-        }
-        if let armed = mode.armedDeadline, armed <= slept.end {
-          result.timerExpired = true
-          causes.timer = 1
-          if naming { wokenBy.append(.timer) }
-        }
-      }
-      if wait.timerDue { result.timerExpired = true }
-      if let found {
-        for event in found {
-          let cause = classifyLocked(
-            event, in: mode, into: &result, counting: &causes, naming: naming)
-          if let cause { wokenBy.append(cause) }
-        }
-      } else {
-        for index in 0..<wait.count {
-          let cause = classifyLocked(
-            epoll.event(index), in: mode, into: &result, counting: &causes, naming: naming)
-          if let cause { wokenBy.append(cause) }
-        }
-      }
-      if let slept = wait.slept { countWakeLocked(causes, slept: slept) }
-      result.shedDue = mode.shedDue
-    }
-    return (result, wokenBy)
-  }
-
-  /// Files one event under the wake-up port, the timer or the descriptors. Returns what
-  /// woke the loop only when `naming` (an untraced loop never builds it).
-  func classifyLocked(
-    _ event: Epoll.Event, in mode: ModeState, into result: inout WakeResult,
-    counting causes: inout WakeCauses, naming: Bool
-  ) -> LoopTracer.WakeCause? {
-    switch event.token {
-    case ModeState.wakeToken:
-      wakeFDReadable = true
-      causes.wakeUp = 1
-      return naming ? .wakeUp : nil
-    case ModeState.timerToken:
-      result.timerExpired = true
-      causes.timer = 1
-      return naming ? .timer : nil
-    default:
-      // The buffer the last descriptor phase emptied (see `handleDescriptors`), taken only
-      // when there is a descriptor event to hand over.
-      if result.ready.capacity == 0 { swap(&result.ready, &readyBuffer) }
-      result.ready.append(event)
-      // Read in place: the wake path takes no reference to the source here.
-      let kind = mode.descriptors.withSource(event.token) { ($0.isMainQueue, $0.isPort) }
-      if kind?.0 == true {
-        causes.mainQueue = 1
-      } else if kind?.1 == true {
-        causes.port = 1
-      } else {
-        causes.descriptor = 1
-      }
-      guard naming else { return nil }
-      return mode.descriptors.withSource(event.token) { $0.wakeCause } ?? .unregisteredDescriptor
-    }
-  }
-
-  /// Adds one blocking wait to the metrics: time asleep, and what ended it.
-  func countWakeLocked(
-    _ causes: WakeCauses, slept: (start: LoopClock.Instant, end: LoopClock.Instant)
-  ) {
-    var causes = causes
-    let end = max(slept.end, asleepReportedUntil ?? slept.end)
-    asleepReportedUntil = nil
-    counters.timeAsleep += slept.start.duration(to: end)
-    if causes == WakeCauses() { causes.timeout = 1 }
-    counters.wakes.port += causes.port
-    counters.wakes.mainQueue += causes.mainQueue
-    counters.wakes.descriptor += causes.descriptor
-    counters.wakes.timer += causes.timer
-    counters.wakes.wakeUp += causes.wakeUp
-    counters.wakes.timeout += causes.timeout
-  }
-
-  /// Records the spin and the sleep of this wait, with what ended them.
-  private func trace(
-    _ spin: SpinOutcome, _ wait: KernelWait, _ wokenBy: [LoopTracer.WakeCause],
-    to sink: TraceSink
-  ) {
-    if let interval = spin.interval {
-      // Found nothing in the window (nil), a posted wake-up (no events), or descriptors.
-      let found = spin.found.map { $0.isEmpty ? [.wakeUp] : wokenBy } ?? []
-      sink.record(.spun(wokenBy: found), from: interval.start, to: interval.end)
-    }
-    if let slept = wait.slept {
-      sink.record(
-        .slept(wokenBy: wokenBy.isEmpty ? [.deadline] : wokenBy), from: slept.start,
-        to: slept.end)
-    }
   }
 }

@@ -147,12 +147,10 @@ final class ModeState {
   /// before the loop next waits on this mode, instead of after every change.
   @exclusivity(unchecked) var timerNeedsArming = false
 
-  /// When the mode's timers need the loop awake next (nil: no timer): the deadline of a
-  /// futex sleep, and what the timerfd holds while the mode waits in epoll.
+  /// When the mode's timers need the loop awake next (nil: no timer): the deadline the loop's
+  /// own wait carries (the futex's, or the epoll wait's timeout), and what the timerfd holds
+  /// when it must (see `Loop.timerFDNeededLocked`).
   private(set) var armedDeadline: LoopClock.Instant?
-
-  /// The mode waits in `epoll_wait`, the one wait its timerfd can end.
-  var waitsInEpoll: Bool { !descriptors.isEmpty && !rebuildFailed }
 
   /// Notes the current earliest wake deadline, and arms the timerfd for it when `armingTimerFD`
   /// (see `Loop.timerFDNeededLocked`), or leaves it disarmed.
