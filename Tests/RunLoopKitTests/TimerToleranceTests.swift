@@ -125,25 +125,16 @@ extension RunLoopKitTests {
       "93. A loop asleep in epoll whose last descriptor left still wakes for a timer added from another thread"
     )
     func test_93_timerAfterLastDescriptorLeftWakesEpollSleep() throws {
-      let thread = try ResidentThread(name: "epoll-timer")
-      defer { stopAndJoin(thread) }
-      let loop = thread.loop
-      let pipe = makePipe()
-      defer {
-        close(pipe.read)
-        close(pipe.write)
+      try withEpollSleeper("epoll-timer") { thread, reader in
+        let loop = thread.loop
+        #expect(waitUntil(seconds: 10) { loop.isWaiting && loop.contains(reader, in: .default) })
+        #expect(asleepInEpoll(loop))
+        // Removing the descriptor does not wake it; a timer added next must.
+        reader.invalidate()
+        let fired = Box(false)
+        try loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
+        #expect(waitUntil(seconds: 10) { fired.value }, "the timer fired")
       }
-      let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
-      try loop.add(reader, to: .default)
-      // The loop goes back to sleep, now in the mode's epoll set (a condition, not a sleep).
-      #expect(waitUntil(seconds: 10) { loop.isWaiting && loop.contains(reader, in: .default) })
-      #expect(
-        waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } })
-      // Removing the descriptor does not wake it; a timer added next must.
-      reader.invalidate()
-      let fired = Box(false)
-      try loop.add(LoopTimer(after: .milliseconds(20)) { _ in fired.value = true }, to: .default)
-      #expect(waitUntil(seconds: 10) { fired.value }, "the timer fired")
     }
 
     @Test(
@@ -190,34 +181,47 @@ extension RunLoopKitTests {
       "93. A loop asleep in epoll until a distant timer wakes on time for a timer another thread adds or moves earlier"
     )
     func test_93_otherThreadShortensEpollSleep() throws {
-      let thread = try ResidentThread(name: "epoll-timeout")
+      try withEpollSleeper("epoll-timeout") { thread, _ in
+        let loop = thread.loop
+        let moved = Box(false)
+        let distant = try LoopTimer(after: .seconds(3600), repeating: .seconds(3600)) { _ in
+          moved.value = true
+        }
+        try loop.add(distant, to: .default)
+        defer { distant.invalidate() }
+        // Asleep in epoll with a one-hour timeout.
+        #expect(waitUntil(seconds: 10) { loop.contains(distant, in: .default) && loop.isWaiting })
+        #expect(asleepInEpoll(loop))
+        let added = Box(false)
+        try loop.add(LoopTimer(after: .milliseconds(20)) { _ in added.value = true }, to: .default)
+        #expect(waitUntil(seconds: 10) { added.value }, "a timer added from another thread fired")
+        #expect(asleepInEpoll(loop))
+        distant.fireDate = LoopClock.now.advanced(by: .milliseconds(20))
+        #expect(waitUntil(seconds: 10) { moved.value }, "a timer moved from another thread fired")
+      }
+    }
+
+    /// Runs `body` with a resident thread whose loop watches, in its default mode, a pipe
+    /// nobody writes: so it sleeps in the mode's epoll set. `body` gets the pipe's source.
+    private func withEpollSleeper(
+      _ name: String, _ body: (ResidentThread, DescriptorSource) throws -> Void
+    ) throws {
+      let thread = try ResidentThread(name: name)
       defer { stopAndJoin(thread) }
-      let loop = thread.loop
       let pipe = makePipe()
       defer {
         close(pipe.read)
         close(pipe.write)
       }
       let reader = DescriptorSource(fileDescriptor: pipe.read) { _, _ in }
-      try loop.add(reader, to: .default)
+      try thread.loop.add(reader, to: .default)
       defer { reader.invalidate() }
-      let moved = Box(false)
-      let distant = try LoopTimer(after: .seconds(3600), repeating: .seconds(3600)) { _ in
-        moved.value = true
-      }
-      try loop.add(distant, to: .default)
-      defer { distant.invalidate() }
-      // Asleep in epoll with a one-hour timeout (conditions, not sleeps).
-      #expect(waitUntil(seconds: 10) { loop.contains(distant, in: .default) && loop.isWaiting })
-      #expect(
-        waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } })
-      let added = Box(false)
-      try loop.add(LoopTimer(after: .milliseconds(20)) { _ in added.value = true }, to: .default)
-      #expect(waitUntil(seconds: 10) { added.value }, "a timer added from another thread fired")
-      #expect(
-        waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } })
-      distant.fireDate = LoopClock.now.advanced(by: .milliseconds(20))
-      #expect(waitUntil(seconds: 10) { moved.value }, "a timer moved from another thread fired")
+      try body(thread, reader)
+    }
+
+    /// Waits until the loop is asleep in an epoll set (a condition, not a sleep).
+    private func asleepInEpoll(_ loop: Loop) -> Bool {
+      waitUntil(seconds: 10) { loop.lock.withLock { loop.sleeping && !loop.sleepingOnFutex } }
     }
   }
 }
