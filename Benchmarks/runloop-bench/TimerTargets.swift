@@ -31,7 +31,7 @@ enum TimerTargets {
     {
       checks.append(
         TargetCheck(
-          target: "4 timers within 1 ms tolerance: wake-ups per firing of all 4",
+          target: "4 timers, tolerance 1 ms: wake-ups per firing of all 4",
           figure: "\(fixed(together, 2)) (\(fixed(apart, 2)) with none)", bound: "≤ 1.10",
           met: together <= 1.1,
           why: "timers whose windows overlap share one wake-up"))

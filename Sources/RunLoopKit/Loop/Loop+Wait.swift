@@ -33,8 +33,8 @@ extension Loop {
     var futexSeen: UInt32?
     /// See `Commitment.timerDue`.
     var timerDue = false
-    /// The epoll wait's timeout carried the mode's timer deadline (see `Commitment`).
-    var timerInTimeout = false
+    /// The mode's timer date the epoll wait's timeout carried (see `Commitment`).
+    var timerDateInTimeout: LoopClock.Instant?
   }
 
   /// What `commitToWait` decided: whether to block, since when, and on what.
@@ -49,8 +49,8 @@ extension Loop {
     var pollAfterSleep = false
     /// The mode's timer date had passed: this wait only looks, and the timers fire after it.
     var timerDue = false
-    /// For a sleep in the mode's epoll set whose timerfd does not hold the mode's deadline:
-    /// that deadline, which the wait's own timeout carries instead.
+    /// For a sleep in the mode's epoll set: the mode's timer date when the wait's own timeout
+    /// carries it instead of the timerfd.
     var epollTimerDeadline: LoopClock.Instant?
   }
 
@@ -172,16 +172,8 @@ extension Loop {
       sleepStart = sleeping ? .now : nil
       sleepingOnFutex = sleeping && (mode.descriptors.isEmpty || mode.rebuildFailed)
       guard sleepingOnFutex else {
-        // The wait's timeout carries the mode's deadline unless the timerfd holds it (armed
-        // for a spin or an embedding, or by another thread): `epoll_pwait2` takes it with no
-        // syscall of its own, where arming the timerfd is a `timerfd_settime` each time the
-        // deadline moves (5.7 µs here for a deadline less than a millisecond away: it
-        // reprograms the hardware timer, a VM exit) and a `read` after it expired. Read
-        // under the lock: a timer another thread changed since `prepareToWait` counts.
-        let carried = mode.timerFD.armedDeadline == mode.armedDeadline
-        return Commitment(
-          sleptAt: sleepStart, timerDue: timerDue,
-          epollTimerDeadline: sleeping && !carried ? mode.armedDeadline : nil)
+        let timerDate = sleeping ? carryTimerDateLocked(of: mode) : nil
+        return Commitment(sleptAt: sleepStart, timerDue: timerDue, epollTimerDeadline: timerDate)
       }
       // The earlier of the two, without building an array on every sleep.
       let armed = mode.armedDeadline
@@ -200,14 +192,51 @@ extension Loop {
     }
   }
 
-  /// Whether `mode`'s timerfd must hold the mode's deadline: the loop is asleep in an epoll
-  /// set now (a timer another thread moved earlier must end that sleep; a descriptor removed
-  /// meanwhile does not end it), may spin (a spin looks at the set, not the clock), or is
-  /// embedded in a host's loop (whose descriptor reports the set). Otherwise the timerfd
-  /// stays disarmed and the loop's own wait carries the deadline: the futex's, or the epoll
-  /// wait's timeout (see `commitToWait`), read when the loop commits to the wait.
+  /// Decides, for a sleep in `mode`'s epoll set, what ends it at the mode's timer date, and
+  /// returns that date if the wait's own timeout is to carry it. A date soon to come goes in
+  /// the timeout: `epoll_pwait2` takes it with no syscall of its own, where arming the timerfd
+  /// is a `timerfd_settime` each time the date moves (5.7 µs here for a date less than a
+  /// millisecond away, as it reprograms the hardware timer, a VM exit) and a `read` after it
+  /// went off. A distant date goes in the timerfd: the kernel lets a wait's timeout run late
+  /// by 0.1 % of its length (up to 100 ms; `select_estimate_accuracy`), whatever the thread's
+  /// slack, and arming a timer that is not the next one due is cheap (0.8 µs here).
+  func carryTimerDateLocked(of mode: ModeState) -> LoopClock.Instant? {
+    epollSleepMode = ObjectIdentifier(mode)
+    epollSleepTimerDate = nil
+    // A timerfd left armed at another date (or with no timer left) would end the sleep for
+    // nothing: it is disarmed, unless it is to carry the date.
+    guard let date = mode.armedDeadline else {
+      mode.syncTimerFD(arming: false)
+      return nil
+    }
+    if mode.timerFD.armedDeadline == date { return nil }
+    if LoopClock.Instant.now.duration(to: date) > Loop.timeoutCarriesTimerDatesWithin {
+      mode.syncTimerFD(arming: true)
+      return nil
+    }
+    mode.syncTimerFD(arming: false)
+    epollSleepTimerDate = date
+    return date
+  }
+
+  /// How near a timer date must be for an epoll wait's timeout to carry it: the kernel's
+  /// lateness for such a timeout (0.1 % of it) stays under 10 µs.
+  static let timeoutCarriesTimerDatesWithin = Duration.milliseconds(10)
+
+  /// Whether `mode`'s timerfd must hold the mode's timer date: the loop may spin (a spin
+  /// looks at the set, not the clock), is embedded in a host's loop (whose descriptor reports
+  /// the set), or sleeps in the mode's set now and the timerfd is what ends that sleep at the
+  /// date (another thread's change must move it) or the date came before the one the wait's
+  /// timeout carries (a timer another thread added or moved earlier). Otherwise the loop's own
+  /// wait carries the date (the futex's deadline, or the epoll wait's timeout, decided in
+  /// `commitToWait`), and a date moved later ends that sleep once for nothing.
   func timerFDNeededLocked(_ mode: ModeState) -> Bool {
-    policy != .sleep || (sleeping && !sleepingOnFutex) || embeddedMode === mode
+    if policy != .sleep || embeddedMode === mode { return true }
+    guard sleeping, !sleepingOnFutex, epollSleepMode == ObjectIdentifier(mode) else {
+      return false
+    }
+    guard let carried = epollSleepTimerDate else { return true }
+    return mode.timers.wakeDeadline().map { $0 < carried } ?? false
   }
 
   /// A change made from another thread that a loop asleep on its futex in `mode` must see
@@ -260,7 +289,7 @@ extension Loop {
     }
     return KernelWait(
       count: count ?? 0, slept: commitment.sleptAt.map { ($0, .now) },
-      timerDue: commitment.timerDue, timerInTimeout: timers != nil)
+      timerDue: commitment.timerDue, timerDateInTimeout: timers)
   }
 
   /// A sleep with a deadline (the futex's, `epoll_pwait2`'s timeout) is an hrtimer that Linux

@@ -19,6 +19,8 @@ extension Loop {
       sleepingOnFutex = false
       futexSleepMode = nil
       futexSleepUntil = nil
+      epollSleepMode = nil
+      epollSleepTimerDate = nil
       result.wakeAskedAt = wakeAskedAt
       wakeAskedAt = nil
       waitGeneration &+= 1
@@ -49,10 +51,11 @@ extension Loop {
           if let cause { wokenBy.append(cause) }
         }
       }
-      // A sleep whose timeout carried the timers' deadline has no timerfd event to show for
-      // it: the clock says whether it came.
-      if wait.timerInTimeout, !result.timerExpired, let slept = wait.slept,
-        let armed = mode.armedDeadline, armed <= slept.end
+      // A sleep whose timeout carried the timers' date has no timerfd event to show for it:
+      // the clock says whether it came. (Another thread may have moved the date since; the
+      // timer phase then finds nothing due.)
+      if let carried = wait.timerDateInTimeout, !result.timerExpired, let slept = wait.slept,
+        carried <= slept.end
       {
         result.timerExpired = true
         causes.timer = 1

@@ -65,6 +65,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var policy = WaitPolicy.sleep
   @exclusivity(unchecked) var futexSleepMode: ObjectIdentifier?  // see `sleepingOnFutex`
   @exclusivity(unchecked) var futexSleepUntil: LoopClock.Instant?
+  /// The loop is asleep in the epoll set of `epollSleepMode`, and that wait's own timeout
+  /// carries the mode's timer date `epollSleepTimerDate` (nil: the timerfd carries it, or the
+  /// mode has no timer). See `Loop.commitToWait`.
+  @exclusivity(unchecked) var epollSleepMode: ObjectIdentifier?
+  @exclusivity(unchecked) var epollSleepTimerDate: LoopClock.Instant?
   /// The loop has set its thread's timer slack to the least (see `lowerTimerSlackOnce`).
   @exclusivity(unchecked) var timerSlackLowered = false
   /// When the current sleep began (see `outermostRunStart`).

@@ -153,20 +153,22 @@ final class ModeState {
   private(set) var armedDeadline: LoopClock.Instant?
 
   /// Notes the current earliest wake deadline, and arms the timerfd for it when `armingTimerFD`
-  /// (see `Loop.timerFDNeededLocked`), or leaves it disarmed.
+  /// (see `Loop.timerFDNeededLocked`). Otherwise the timerfd is left as it is: the loop's next
+  /// wait decides what carries the date (`Loop.commitToWait`), and disarming a timerfd that
+  /// wait would arm again is two syscalls for nothing.
   func rearmTimer(armingTimerFD: Bool) {
     timerNeedsArming = false
     armedDeadline = timers.wakeDeadline()
-    syncTimerFD(arming: armingTimerFD)
+    if armingTimerFD { syncTimerFD(arming: true) }
   }
 
-  /// Before the loop waits on this mode: re-arms if its timers changed since (deferred by
-  /// `Loop.timersChangedLocked`), otherwise only keeps the timerfd in step with `arming`.
+  /// Before the loop waits on this mode: notes the date if its timers changed since (deferred
+  /// by `Loop.timersChangedLocked`), and arms the timerfd at it when `arming`.
   func prepareTimer(arming: Bool) {
     if timerNeedsArming {
       rearmTimer(armingTimerFD: arming)
-    } else {
-      syncTimerFD(arming: arming)
+    } else if arming {
+      syncTimerFD(arming: true)
     }
   }
 

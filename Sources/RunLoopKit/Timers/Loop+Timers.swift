@@ -34,8 +34,8 @@ extension Loop {
     // The list the last timer phase emptied, taken (a nested run in a handler finds none
     // and starts its own), so a phase allocates no array.
     var candidates = lock.withLock { () -> [LoopTimer] in
-      // Only an armed timerfd can have expired (a futex-sleeping mode leaves it disarmed).
-      if virtualClock == nil, mode.timerFD.armedDeadline != nil {
+      // Only a timerfd armed at a date now past can have expired: no `read` otherwise.
+      if virtualClock == nil, let armed = mode.timerFD.armedDeadline, armed <= now {
         _ = try? mode.timerFD.acknowledge()
       }
       var list: [LoopTimer] = []
