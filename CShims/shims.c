@@ -57,6 +57,23 @@ int crl_epoll_wait(int epfd, struct epoll_event *events, int max_events, int64_t
   return epoll_wait(epfd, events, max_events, timeout_ms);
 }
 
+int crl_epoll_timeouts_are_precise(void) {
+#ifdef SYS_epoll_pwait2
+  if (__atomic_load_n(&pwait2_state, __ATOMIC_RELAXED) == 0) {
+    // Probed on a descriptor that cannot exist: a kernel that has the call answers EBADF.
+    struct timespec zero = {0, 0};
+    int n = (int)syscall(SYS_epoll_pwait2, -1, NULL, 1, &zero, NULL, 0);
+    int unsupported = n < 0 && (errno == ENOSYS || errno == EPERM);
+    int expected = 0;
+    __atomic_compare_exchange_n(&pwait2_state, &expected, unsupported ? -1 : 1, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  }
+  return __atomic_load_n(&pwait2_state, __ATOMIC_RELAXED) == 1;
+#else
+  return 0;
+#endif
+}
+
 uint64_t crl_epoll_event_data(const struct epoll_event *event) { return event->data.u64; }
 uint32_t crl_epoll_event_events(const struct epoll_event *event) { return event->events; }
 

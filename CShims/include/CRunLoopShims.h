@@ -25,6 +25,9 @@ int crl_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 /// Falls back to epoll_wait with the timeout rounded up to whole milliseconds on kernels
 /// without epoll_pwait2.
 int crl_epoll_wait(int epfd, struct epoll_event *events, int max_events, int64_t timeout_ns);
+/// 1 when crl_epoll_wait waits with nanosecond timeouts (epoll_pwait2), 0 when it falls back
+/// to epoll_wait's whole milliseconds. Probes the kernel once if no wait has yet.
+int crl_epoll_timeouts_are_precise(void);
 uint64_t crl_epoll_event_data(const struct epoll_event *event);
 uint32_t crl_epoll_event_events(const struct epoll_event *event);
 

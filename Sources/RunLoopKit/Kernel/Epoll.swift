@@ -93,6 +93,11 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
     return Int(count)
   }
 
+  /// Whether a wait's timeout is kept to the nanosecond (`epoll_pwait2`): false on a kernel or
+  /// seccomp filter that refuses that call, where waits fall back to `epoll_wait` and whole
+  /// milliseconds. The kernel is asked once, by the first wait or by this property.
+  static var timeoutsArePrecise: Bool { crl_epoll_timeouts_are_precise() != 0 }
+
   /// The `index`th event of the last wait.
   func event(_ index: Int) -> Event {
     Event(

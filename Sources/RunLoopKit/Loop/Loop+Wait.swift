@@ -210,7 +210,10 @@ extension Loop {
       return nil
     }
     if mode.timerFD.armedDeadline == date { return nil }
-    if LoopClock.Instant.now.duration(to: date) > Loop.timeoutCarriesTimerDatesWithin {
+    // Whole milliseconds (the `epoll_wait` fallback) would make a near timer up to 1 ms late.
+    if !Epoll.timeoutsArePrecise
+      || LoopClock.Instant.now.duration(to: date) > Loop.timeoutCarriesTimerDatesWithin
+    {
       mode.syncTimerFD(arming: true)
       return nil
     }
@@ -235,7 +238,11 @@ extension Loop {
     guard sleeping, !sleepingOnFutex, epollSleepMode == ObjectIdentifier(mode) else {
       return false
     }
-    guard let carried = epollSleepTimerDate else { return true }
+    // The timerfd carries the sleep's date, or another thread armed it since: keep it in step
+    // (a timerfd left at an earlier date would end the sleep for nothing).
+    guard let carried = epollSleepTimerDate, mode.timerFD.armedDeadline == nil else {
+      return true
+    }
     return mode.timers.wakeDeadline().map { $0 < carried } ?? false
   }
 

@@ -52,10 +52,10 @@ extension Loop {
         }
       }
       // A sleep whose timeout carried the timers' date has no timerfd event to show for it:
-      // the clock says whether it came. (Another thread may have moved the date since; the
-      // timer phase then finds nothing due.)
-      if let carried = wait.timerDateInTimeout, !result.timerExpired, let slept = wait.slept,
-        carried <= slept.end
+      // the clock says whether the date came. (One another thread moved later since came
+      // not: that wake is the timeout's, and the timer phase has nothing to fire.)
+      if wait.timerDateInTimeout != nil, !result.timerExpired, let slept = wait.slept,
+        let date = mode.armedDeadline, date <= slept.end
       {
         result.timerExpired = true
         causes.timer = 1
