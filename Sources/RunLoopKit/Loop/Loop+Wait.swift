@@ -3,10 +3,9 @@
 ///
 /// Where it sleeps: in `epoll_wait` on the mode's set when the mode has descriptors to watch,
 /// otherwise on the loop's futex; either way with the mode's next timer as the deadline. Both
-/// wake for a
-/// posted block, a stop or `wakeUp()`; the futex saves the eventfd write, the epoll wake-up
-/// callback and the extra syscalls around them on every wake (measured by `runloop-bench`:
-/// the bare futex wakes in less time than the bare eventfd + `epoll_wait`).
+/// wake for a posted block, a stop or `wakeUp()`; the futex saves the eventfd write, the epoll
+/// wake-up callback and the extra syscalls around them on every wake (measured by
+/// `runloop-bench`: the bare futex wakes in less time than the bare eventfd + `epoll_wait`).
 ///
 /// Lock discipline: the loop's lock is taken to prepare (re-arm, drain), to commit to sleeping
 /// (so a poster knows whether, and how, to wake it), and to sort out what woke it — never
@@ -232,7 +231,8 @@ extension Loop {
   /// date (another thread's change must move it) or the date came before the one the wait's
   /// timeout carries (a timer another thread added or moved earlier). Otherwise the loop's own
   /// wait carries the date (the futex's deadline, or the epoll wait's timeout, decided in
-  /// `commitToWait`), and a date moved later ends that sleep once for nothing.
+  /// `commitToWait`), and a date moved later ends that sleep once for nothing. Reads the date
+  /// the mode noted last (`ModeState.noteTimerDate`).
   func timerFDNeededLocked(_ mode: ModeState) -> Bool {
     if policy != .sleep || embeddedMode === mode { return true }
     guard sleeping, !sleepingOnFutex, epollSleepMode == ObjectIdentifier(mode) else {
@@ -243,7 +243,7 @@ extension Loop {
     guard let carried = epollSleepTimerDate, mode.timerFD.armedDeadline == nil else {
       return true
     }
-    return mode.timers.wakeDeadline().map { $0 < carried } ?? false
+    return mode.armedDeadline.map { $0 < carried } ?? false
   }
 
   /// A change made from another thread that a loop asleep on its futex in `mode` must see

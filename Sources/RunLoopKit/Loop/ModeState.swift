@@ -152,31 +152,26 @@ final class ModeState {
   /// when it must (see `Loop.timerFDNeededLocked`).
   private(set) var armedDeadline: LoopClock.Instant?
 
-  /// Notes the current earliest wake deadline, and arms the timerfd for it when `armingTimerFD`
-  /// (see `Loop.timerFDNeededLocked`). Otherwise the timerfd is left as it is: the loop's next
-  /// wait decides what carries the date (`Loop.commitToWait`), and disarming a timerfd that
-  /// wait would arm again is two syscalls for nothing.
-  func rearmTimer(armingTimerFD: Bool) {
+  /// Notes the current earliest wake deadline in `armedDeadline`. The timerfd is left as it
+  /// is: whether it is to hold the date is decided apart (`Loop.timerFDNeededLocked`, and the
+  /// next wait's `Loop.commitToWait`), and disarming a timerfd that wait would arm again is
+  /// two syscalls for nothing.
+  func noteTimerDate() {
     timerNeedsArming = false
     armedDeadline = timers.wakeDeadline()
-    if armingTimerFD { syncTimerFD(arming: true) }
   }
 
   /// Before the loop waits on this mode: notes the date if its timers changed since (deferred
   /// by `Loop.timersChangedLocked`), and arms the timerfd at it when `arming`.
   func prepareTimer(arming: Bool) {
-    if timerNeedsArming {
-      rearmTimer(armingTimerFD: arming)
-    } else if arming {
-      syncTimerFD(arming: true)
-    }
+    if timerNeedsArming { noteTimerDate() }
+    if arming { syncTimerFD(arming: true) }
   }
 
   /// Makes the timerfd hold `armedDeadline` when `arming`, and be disarmed otherwise; costs no
-  /// syscall when it already does. A mode that sleeps on the futex leaves the timerfd alone:
-  /// arming one is a syscall that reprograms the hardware timer, expensive in a VM, and the
-  /// futex takes the deadline itself (measured: `loop.sleep(for: .zero)` took ~20 µs with the
-  /// two `timerfd_settime` and the `read` each sleep cost).
+  /// syscall when it already does. Arming is a syscall that reprograms the hardware timer when
+  /// the date is the next one due, expensive in a VM, so the loop's own wait carries the date
+  /// wherever it can (a futex sleep's deadline, a near date in an epoll wait's timeout).
   func syncTimerFD(arming: Bool) {
     guard !isVirtual else { return }
     do {

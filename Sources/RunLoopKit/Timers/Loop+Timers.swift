@@ -17,7 +17,8 @@ extension Loop {
     {
       mode.timerNeedsArming = true
     } else {
-      mode.rearmTimer(armingTimerFD: timerFDNeededLocked(mode))
+      mode.noteTimerDate()
+      if timerFDNeededLocked(mode) { mode.syncTimerFD(arming: true) }
       // A loop asleep on its futex sleeps until the deadline it read when it fell asleep; a
       // disarmed timer (no timer left) never needs it to wake earlier.
       if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }
