@@ -173,7 +173,9 @@ int crl_signal_restore(int signo) {
 // it (threads inherit their creator's mask, and Dispatch's threads block nearly all), it
 // would stay pending for good, neither handled nor taking its default action. The catcher
 // blocks everything except the signals that have a source, waiting in ppoll with that mask,
-// and is told through an eventfd when the set changes.
+// and is told through an eventfd when the set changes. It ends when the last signal leaves
+// the set, and the next watch starts a new one. Every call below is made under the lock of
+// SignalRegistry.swift, one at a time.
 static _Atomic uint64_t crl_signal_watched;
 // Bumped by each change of the watched set; the catcher stores the value it has taken in
 // (outside ppoll, with every signal blocked) before it waits with the new mask.
@@ -183,11 +185,14 @@ static int crl_signal_catcher_fd = -1;
 static pthread_t crl_signal_catcher_thread;
 static int crl_signal_catcher_started;
 static _Atomic pid_t crl_signal_catcher_tid;
+// Set to make the catcher return (the watched set is empty); read by it after each wake-up.
+static _Atomic int crl_signal_catcher_exiting;
 
 static void crl_signal_catcher_forget(void) {
   if (crl_signal_catcher_fd >= 0) close(crl_signal_catcher_fd);
   crl_signal_catcher_fd = -1;
   crl_signal_catcher_started = 0;
+  atomic_store(&crl_signal_catcher_exiting, 0);
   atomic_store(&crl_signal_catcher_tid, 0);
   atomic_store(&crl_signal_catcher_applied, atomic_load(&crl_signal_catcher_requested));
 }
@@ -197,6 +202,7 @@ static void *crl_signal_catcher(void *unused) {
   prctl(PR_SET_NAME, "rlk-signals", 0, 0, 0);
   atomic_store(&crl_signal_catcher_tid, (pid_t)syscall(SYS_gettid));
   for (;;) {
+    if (atomic_load(&crl_signal_catcher_exiting)) return NULL;
     uint64_t requested = atomic_load(&crl_signal_catcher_requested);
     uint64_t watched = atomic_load(&crl_signal_watched);
     // Every signal is blocked here, outside ppoll: a signal taken out of the set can no
@@ -228,7 +234,7 @@ int crl_signal_catcher_start(void) {
   pthread_sigmask(SIG_SETMASK, &all, &saved);
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
-  pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+  // Joinable: the watch that empties the set joins it (crl_signal_catcher_end).
   // Small: it only ever runs the signal handler. Ignored (default size) where the platform
   // needs more.
   (void)pthread_attr_setstacksize(&attributes, 256 * 1024);
@@ -248,15 +254,42 @@ pid_t crl_signal_catcher_thread_id(void) { return atomic_load(&crl_signal_catche
 
 int crl_thread_kill(pid_t tid, int signo) { return (int)syscall(SYS_tgkill, getpid(), tid, signo); }
 
+// Ends the catcher and waits until it is gone: a thread that has exited receives nothing,
+// so the signal that just left the set can no longer reach it. Its eventfd goes with it.
+static void crl_signal_catcher_end(void) {
+  atomic_store(&crl_signal_catcher_exiting, 1);
+  uint64_t one = 1;
+  ssize_t ignored = write(crl_signal_catcher_fd, &one, sizeof one);
+  (void)ignored;
+  pthread_join(crl_signal_catcher_thread, NULL);
+  atomic_store(&crl_signal_catcher_exiting, 0);
+  close(crl_signal_catcher_fd);
+  crl_signal_catcher_fd = -1;
+  crl_signal_catcher_started = 0;
+  atomic_store(&crl_signal_catcher_tid, 0);
+}
+
+void crl_signal_catcher_end_if_idle(void) {
+  if (crl_signal_catcher_started && atomic_load(&crl_signal_watched) == 0) {
+    crl_signal_catcher_end();
+  }
+}
+
 void crl_signal_catcher_watch(int signo, int watching) {
   uint64_t bit = UINT64_C(1) << (signo - 1);
+  uint64_t left;
   if (watching) {
-    atomic_fetch_or(&crl_signal_watched, bit);
+    left = atomic_fetch_or(&crl_signal_watched, bit) | bit;
   } else {
-    atomic_fetch_and(&crl_signal_watched, ~bit);
+    left = atomic_fetch_and(&crl_signal_watched, ~bit) & ~bit;
   }
   // No catcher (in a child after fork, before its first watch): the next one reads the set.
   if (!crl_signal_catcher_started) return;
+  // No signal has a source any more: no thread of the library's is needed for them.
+  if (left == 0) {
+    crl_signal_catcher_end();
+    return;
+  }
   uint64_t generation = atomic_fetch_add(&crl_signal_catcher_requested, 1) + 1;
   uint64_t one = 1;
   ssize_t ignored = write(crl_signal_catcher_fd, &one, sizeof one);

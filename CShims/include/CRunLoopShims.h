@@ -113,15 +113,19 @@ int crl_signal_install(int signo);
 /// Puts back the disposition `crl_signal_install` found. Returns 0, 1 when the handler there
 /// is no longer ours (someone installed another since: it is left alone), or -1 with errno.
 int crl_signal_restore(int signo);
-/// Starts the library's catcher thread once ("rlk-signals"): it keeps the watched signals
-/// deliverable when every other thread blocks them. Returns 0 or an errno value.
+/// Starts the library's catcher thread if it is not running ("rlk-signals"): it keeps the
+/// watched signals deliverable when every other thread blocks them. Returns 0 or an errno.
 int crl_signal_catcher_start(void);
-/// The catcher's thread ID once it runs, 0 before.
+/// Ends the catcher (and joins it) if no signal is watched: for a first watch that failed
+/// after starting it.
+void crl_signal_catcher_end_if_idle(void);
+/// The catcher's thread ID while it runs, 0 otherwise.
 pid_t crl_signal_catcher_thread_id(void);
 /// tgkill(2): sends `signo` to one thread of this process; 0 or -1 with errno.
 int crl_thread_kill(pid_t tid, int signo);
 /// Adds `signo` to (or removes it from) the signals the catcher leaves unblocked; returns
-/// once the catcher has taken the change in.
+/// once the catcher has taken the change in. Removing the last one ends the catcher (it is
+/// gone when this returns); the next `crl_signal_catcher_start` starts a new one.
 void crl_signal_catcher_watch(int signo, int watching);
 /// The current disposition: 0 default, 1 ignored, 2 another handler, 3 RunLoopKit's; -1 errno.
 int crl_signal_disposition(int signo);

@@ -55,9 +55,9 @@ extension RunLoopKitTests {
         try loop.add(timer, to: "other")
         return (loop, loop.ownedDescriptors)
       }
-      // wake eventfd + spare epoll set (kept since the descriptor source) + 3 modes × (epoll
-      // + timerfd)
-      #expect(owned.count == 8)
+      // wake eventfd + spare epoll set and witness set (kept since the descriptor source) +
+      // 3 modes × (epoll + timerfd)
+      #expect(owned.count == 9)
       #expect(recorder.all == ["cancel default"])
       for fd in owned { #expect(!isOpen(fd), "fd \(fd) of the dead loop is still open") }
       #expect(!loop.contains(source, in: .default))

@@ -179,15 +179,24 @@ extension RunLoopKitTests {
     }
 
     @Test(
-      "Sends to a port whose loop's thread has exited throw; invalidate hands back what was queued")
+      "Sends to a port whose loop's thread has exited throw; a port in no mode keeps what was queued for invalidate, a port in a mode had it delivered"
+    )
     func portAfterThreadExit() throws {
-      let port = try LoopPort<Int> { _ in }
+      let delivered = Recorder()
+      let unscheduled = try LoopPort<Int> { _ in }
+      let scheduled = try LoopPort<Int> { delivered.log("\($0)") }
       try onLoopThread { loop in
-        try loop.add(port, to: .default)
-        try port.send(1)
+        try loop.add(unscheduled, to: .default)
+        loop.remove(unscheduled, from: .default)
+        try loop.add(scheduled, to: .default)
+        try unscheduled.send(1)
+        try scheduled.send(2)
       }
-      #expect(throws: LoopError.self) { try port.send(2) }
-      #expect(port.invalidate() == [1])
+      #expect(throws: LoopError.self) { try unscheduled.send(3) }
+      #expect(throws: LoopError.self) { try scheduled.send(3) }
+      #expect(unscheduled.invalidate() == [1])
+      #expect(scheduled.invalidate() == [])
+      #expect(delivered.all == ["2"])
     }
 
     @Test("A descriptor refused on its first add is not bound, so another loop can take it")

@@ -297,7 +297,7 @@ extension RunLoopKitTests.SignalSources {
   }
 
   @Test(
-    "82. While a signal has a source, the library's catcher thread leaves it unblocked and hands what it receives to the source; removing the source blocks it there before returning (in a child)"
+    "82. While a signal has a source, the library's catcher thread leaves it unblocked and hands what it receives to the source; removing the source blocks it there before returning, and the last one ends the thread (in a child)"
   )
   func test_82_catcherKeepsWatchedSignalsDeliverable() async {
     await #expect(processExitsWith: .success) {
@@ -319,8 +319,31 @@ extension RunLoopKitTests.SignalSources {
       source.invalidate()
       // Once no source watches it, the catcher blocks it again, before invalidate() returns.
       precondition(!threadsNotBlocking(SIGUSR1).contains("rlk-signals"))
+      // With no signal watched at all, the catcher is gone (joined before invalidate()
+      // returned), and a new source starts another that works as the first did.
+      precondition(crl_signal_catcher_thread_id() == 0)
+      precondition(!threadNames().contains("rlk-signals"), "\(threadNames())")
+      let again = try SignalSource(signal: SIGUSR2) { count in
+        for _ in 0..<count { seen.increment() }
+      }
+      try thread.loop.add(again, to: .default)
+      precondition(threadsNotBlocking(SIGUSR2).contains("rlk-signals"))
+      let second = crl_signal_catcher_thread_id()
+      precondition(second > 0 && crl_thread_kill(second, SIGUSR2) == 0)
+      precondition(waitUntil { seen.value == 2 }, "SIGUSR2 on the new catcher never arrived")
+      again.invalidate()
+      precondition(crl_signal_catcher_thread_id() == 0)
     }
   }
+}
+
+/// The names of this process's threads, from /proc.
+private func threadNames() -> [String] {
+  let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+  return tasks.compactMap { task in
+    (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+  }.sorted()
 }
 
 /// The names of this process's threads whose blocked mask lacks `signal`, from /proc.

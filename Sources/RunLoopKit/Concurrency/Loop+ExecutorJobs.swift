@@ -111,36 +111,4 @@ extension Loop {
       try? EventFD.signal(MainQueueHooks.handle)
     }
   }
-
-  /// Invalidates every `loop.sleep` timer still waiting in a mode: each sleep then resumes
-  /// its task throwing `LoopError.loopTornDown`, and a task that runs on this loop (an actor
-  /// pinned to it) is queued here, before the queue closes, instead of trapping afterwards.
-  private func endSleepsBeforeExit() {
-    var sleeps: [LoopTimer] = []
-    lock.withLock {
-      for mode in modes.values {
-        mode.timers.forEachTimer { timer in
-          if timer.endsSleep { sleeps.append(timer) }
-        }
-      }
-    }
-    // Outside the lock: invalidating releases the handler, which resumes the task, which
-    // may queue a job here. A common-mode timer is in several heaps; invalidating it again
-    // does nothing.
-    for timer in sleeps { timer.invalidate() }
-  }
-
-  /// The work a thread's loop accepted and has not run yet, run on that thread as it exits,
-  /// before teardown: blocks posted with `perform` (whatever their mode) and executor jobs, in
-  /// the order queued, including anything they post in turn. Once a pass finds nothing,
-  /// later posts throw and later executor jobs trap, so nothing accepted is ever dropped.
-  /// A `ResidentThread` runs the same drain when it stops.
-  func runAcceptedWorkBeforeExit() {
-    while true {
-      endSleepsBeforeExit()
-      let batch = takeQueuedBlocksOrClose()
-      if batch.isEmpty { return }
-      for queued in batch { queued.run(on: self) }
-    }
-  }
 }

@@ -73,6 +73,8 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// Told when the source joins its first mode and leaves its last (signal sources watch
   /// their signal only while they are in a mode).
   let membership: (any DescriptorMembership)?
+  /// A port's queue: what the loop's final drain delivers (`runAcceptedWorkBeforeExit`).
+  let messages: (any AcceptedMessages)?
   /// Run by the loop before it next waits, once the handler has been called (a port drains
   /// its eventfd here, off the path from wake-up to message: see `PortMailbox`).
   let beforeNextWait: (@Sendable () -> Void)?
@@ -83,6 +85,10 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
   /// One entry per mode this source is registered in. Guarded by the owner loop's lock (so
   /// the runtime's exclusivity check, on the path of every delivery, is left out).
   @exclusivity(unchecked) var registrations: [DescriptorRegistration] = []
+  /// The pin of the file the source was first added with, in its loop's
+  /// `DescriptorWitnesses` (0: none, for a source never added or whose descriptor the library
+  /// owns). Guarded by the owner loop's lock.
+  @exclusivity(unchecked) var witness: UInt64 = 0
 
   /// - Parameters:
   ///   - fileDescriptor: any pollable descriptor; regular files are refused when added.
@@ -117,11 +123,13 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     isMainQueue: Bool = false,
     ownsDescriptor: Bool = false,
     membership: (any DescriptorMembership)? = nil,
+    messages: (any AcceptedMessages)? = nil,
     beforeNextWait: (@Sendable () -> Void)? = nil,
     releasesOnLoopThread: Bool = false,
     handler: @escaping (DescriptorSource, Events) -> Void
   ) {
     self.beforeNextWait = beforeNextWait
+    self.messages = messages
     self.binding = ItemBinding(
       kind: "DescriptorSource", releasesOnLoopThread: releasesOnLoopThread)
     self.isMainQueue = isMainQueue

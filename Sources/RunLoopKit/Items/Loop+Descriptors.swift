@@ -78,7 +78,12 @@ extension Loop {
   private func collectDeliveriesLocked(
     _ woke: WakeResult, into deliveries: inout [Delivery], in mode: ModeState
   ) {
-    var stale: [Delivery] = []
+    // Stale registrations found outside a pass are reported first, as those found now are.
+    var stale = mode.staleToReport.compactMap { token in
+      mode.descriptors[token].map { Delivery(token: token, order: $0.order, stale: true) }
+    }
+    mode.staleToReport.removeAll()
+    let reportedBefore = stale.count
     var unattributed = false
     var parkedUnreported = false
     for event in woke.ready {
@@ -103,7 +108,7 @@ extension Loop {
     }
     // epoll_ctl(DEL) cannot name a file whose fd number we no longer own, so one rebuild
     // sheds all of them, and finds any other registration gone stale on the way.
-    if unattributed || !stale.isEmpty || parkedUnreported || mode.shedDue {
+    if unattributed || stale.count > reportedBefore || parkedUnreported || mode.shedDue {
       stale += rebuildEpollSetLocked(mode).map {
         Delivery(token: $1, order: $0.order, stale: true)
       }
@@ -223,9 +228,10 @@ extension Loop {
   }
 
   /// Whether a source's registration still watches the file its fd number names now: a
-  /// newer source on the same number says no at no cost; otherwise the kernel is asked (one
-  /// epoll_ctl). (Without asking, a registration is taken as current unless it was
-  /// superseded: see the top of this file for when that is safe.)
+  /// newer source on the same number says no at no cost; otherwise the kernel is asked
+  /// whether the number still names the source's file (one epoll_ctl on the loop's witness
+  /// set: see `DescriptorWitnesses`). (Without asking, a registration is taken as current
+  /// unless it was superseded: see the top of this file for when that is safe.)
   func isCurrentLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) -> Bool {
     // Ports' eventfds are the library's, the main queue's is libdispatch's: never closed.
     if source.ownsDescriptor { return true }
@@ -237,22 +243,19 @@ extension Loop {
   private func currentMaskLocked(
     _ source: DescriptorSource, token: UInt64, in mode: ModeState
   ) -> UInt32? {
-    let fd = source.fileDescriptor
-    let neverClosed = source.ownsDescriptor
     // A newer source owns the number in this set, so this registration's file is not fd's.
-    guard neverClosed || mode.tokenForDescriptor[fd] == token else { return nil }
-    let mask = source.binding.lock.withLock { source.epollMaskUnlocked }
-    if !neverClosed { registrationChecks += 1 }
-    guard neverClosed || mode.epoll.isRegistered(fd, events: mask, token: token) else {
-      return nil
-    }
-    return mask
+    guard source.ownsDescriptor || mode.tokenForDescriptor[source.fileDescriptor] == token,
+      namesOwnFileLocked(source)
+    else { return nil }
+    // The registration was made for the file the number still names, which is open: the
+    // kernel still holds it (a registration goes only with its file's last close).
+    return source.binding.lock.withLock { source.epollMaskUnlocked }
   }
 
   /// Parks a registration whose fd no longer names its file, for good (`setInterest` refuses
   /// a stale source). The caller rebuilds the epoll set to shed it: epoll_ctl(DEL) would name
   /// whatever file the number points to now, or fail.
-  private func markStaleLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) {
+  func markStaleLocked(_ source: DescriptorSource, token: UInt64, in mode: ModeState) {
     guard let index = source.registrations.firstIndex(where: { $0.token == token }) else { return }
     source.registrations[index].parked = true
     source.registrations[index].stale = true
@@ -280,7 +283,9 @@ extension Loop {
   /// Replaces the mode's epoll set with a fresh one holding the wake-up eventfd, the timerfd
   /// and every live registration whose fd number is still ours. Returns the registrations it
   /// found stale and parked, so the caller can report them. Runs on the loop's thread, between
-  /// waits, so nothing sleeps in the old set, which closes with its last reference.
+  /// waits, so nothing sleeps in the old set, which closes with its last reference; or, rarely,
+  /// on the thread of an add that must shed a leftover registration (`registerLocked`), which
+  /// then wakes a loop asleep in the old set (the sleep holds that set until it returns).
   ///
   /// When no new set can be made, the loop's spare one is used (made with its first
   /// descriptor source), so a rebuild works even when the process is out of descriptors; the

@@ -77,12 +77,12 @@ extension ManualSource: BoundItem {
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
     mode.manualSources.insert(self)
     modes.append(mode)
-    // Signalled before it joined the mode the loop is running: runnable now, so the loop
+    // Signalled before it joined the mode the loop waits in: runnable now, so the loop
     // must look again and must not sleep past it (a signal alone never wakes; joining a mode
     // is not a signal).
     if isSignalled {
-      loop.manualSignals.add(1, ordering: .releasing)
-      loop.wakeIfRunningLocked(mode.mode)
+      loop.manualSignals.add(1, ordering: .sequentiallyConsistent)
+      loop.wakeIfWaitingLocked(in: mode.mode)
     }
     guard let scheduleCallback else { return nil }
     let name = mode.mode
@@ -181,34 +181,37 @@ extension DescriptorSource: BoundItem {
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
     // A user's descriptor may one day be closed behind the loop's back, and shedding its
-    // registration then takes a new epoll set: keep one in reserve from now on. (Ports' and
-    // the main queue's descriptors are never closed while registered.) Made first, so the
-    // check below sees its number too.
+    // registration then takes a new epoll set: keep one in reserve from now on, and the
+    // witness set that remembers which file the source is for. (Ports' and the main queue's
+    // descriptors are never closed while registered.) Made first, so the check below sees
+    // their numbers too.
     if !ownsDescriptor { try loop.reserveSpareEpollLocked() }
     // The number may be one the loop opened for itself (a user's fd closed and its number
     // handed to a new mode's epoll set): watching it would wake the loop for its own events.
     try loop.checkNotOwnDescriptorLocked(fileDescriptor)
-    let token = loop.nextToken
-    let mask = binding.lock.withLock { epollMaskUnlocked }
+    // The first add pins the file the number names now; every later one (another mode, a
+    // mode joining the common set) must find the number still naming that file, or it
+    // would watch whatever file the number was handed to since.
+    let pinned = !ownsDescriptor && witness == 0
+    if pinned {
+      try loop.pinLocked(self)
+    } else if !loop.namesOwnFileLocked(self) {
+      loop.markStaleEverywhereLocked(self)
+      throw Loop.staleDescriptorError(fileDescriptor)
+    }
     let first = registrations.isEmpty
-    if first { try membership?.willJoinFirstMode() }
-    do {
-      try mode.epoll.add(fileDescriptor, events: mask, token: token)
+    do throws(LoopError) {
+      if first { try membership?.willJoinFirstMode() }
+      do throws(LoopError) {
+        try loop.registerLocked(self, in: mode)
+      } catch {
+        if first { membership?.didLeaveLastMode() }
+        throw error
+      }
     } catch {
-      if first { membership?.didLeaveLastMode() }
+      if pinned { loop.releaseWitnessLocked(self) }
       throw error
     }
-    loop.nextToken += 1
-    mode.descriptors[token] = self
-    // A loop asleep on its futex in this mode watches no descriptors: make it wait again.
-    loop.wakeFutexSleeperLocked(in: mode)
-    if let previous = mode.tokenForDescriptor.updateValue(token, forKey: fileDescriptor),
-      let older = mode.descriptors[previous],
-      let index = older.registrations.firstIndex(where: { $0.token == previous })
-    {
-      older.registrations[index].superseded = true
-    }
-    registrations.append(DescriptorRegistration(mode: mode, token: token))
     return nil
   }
 
@@ -227,6 +230,14 @@ extension DescriptorSource: BoundItem {
     }
     if registrations.isEmpty { membership?.didLeaveLastMode() }
     return nil
+  }
+
+  /// Leaves every mode (invalidation) and lets go of the source's witness: a source is never
+  /// added again once invalid.
+  func detachFromAllLocked(of loop: Loop) -> [Loop.Callout] {
+    let callouts = memberModes.compactMap { detachLocked(from: $0, of: loop) }
+    loop.releaseWitnessLocked(self)
+    return callouts
   }
 
   func invalidate(becauseLoopOf thread: String) {

@@ -37,15 +37,17 @@ public final class LoopPort<Message: Sendable>: Sendable {
     self.source = DescriptorSource(
       fileDescriptor: mailbox.eventFD.fd, label: label, interest: .readable, order: order,
       onTeardown: { thread in mailbox.refuse(.loopTornDown(thread: thread)) },
+      messages: mailbox,
       beforeNextWait: { mailbox.drainIfIdle() },
       releasesOnLoopThread: releasesOnLoopThread,
       handler: { _, _ in mailbox.deliver(to: handler) })
   }
 
   /// Queues a message and wakes the loop. Safe from any thread. Throws once the port was
-  /// invalidated or its loop's thread exited, so a message is never dropped without the
-  /// sender knowing. (Messages accepted before a thread exited stay in the port:
-  /// `invalidate()` hands them back.)
+  /// invalidated or its loop's thread began to exit (or its `ResidentThread`'s final drain
+  /// began), so a message is never dropped without the sender knowing: every message
+  /// accepted before that is delivered by the thread's final drain if the port is in a mode,
+  /// and otherwise stays in the port for `invalidate()` to hand back.
   public func send(_ message: Message) throws(LoopError) {
     try mailbox.post(message)
   }

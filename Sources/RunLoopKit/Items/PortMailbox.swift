@@ -9,7 +9,8 @@
 /// it); a buffer of `Message` needs none of that. Senders fill the queue; the loop's thread
 /// swaps it for `spare` and hands the messages out of the buffer it took, so a send never
 /// waits for a delivery to finish.
-final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by `lock`
+// @unchecked Sendable: every mutable field is guarded by `lock`.
+final class PortMailbox<Message: Sendable>: AcceptedMessages, @unchecked Sendable {
   let eventFD: EventFD
   private let lock = Lock()
   /// The queue, in the class's own fields rather than a `Buffer`: a generic struct in a field
@@ -133,6 +134,8 @@ final class PortMailbox<Message: Sendable>: @unchecked Sendable {  // guarded by
   }
 
   var pendingCount: Int { lock.withLock { queueCount } }
+
+  var hasPending: Bool { pendingCount > 0 }
 
   /// Refuses later sends with `error`; queued messages stay for `close()` to hand back.
   func refuse(_ error: LoopError) {

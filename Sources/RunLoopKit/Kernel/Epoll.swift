@@ -53,11 +53,20 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
 
   /// Whether `target` still names the file that was registered with `token`. epoll keys a
   /// registration by file *and* fd number, so applying the same mask and token again succeeds
-  /// only while the number refers to the file that was added: EBADF (closed) or ENOENT (the
-  /// number now names another file) mean it does not. With an unchanged level-triggered mask
-  /// the call changes nothing.
+  /// only while the number refers to the file that was added: EBADF (closed), ENOENT (the
+  /// number now names another file), EPERM (a regular file) or EINVAL (this set itself) mean
+  /// it does not. Any other failure (out of kernel memory) says nothing about the file, and
+  /// answers yes: a "no" parks a source for good. With an unchanged level-triggered mask the
+  /// call changes nothing.
   func isRegistered(_ target: Int32, events: UInt32, token: UInt64) -> Bool {
-    (try? modify(target, events: events, token: token)) != nil
+    do throws(LoopError) {
+      try modify(target, events: events, token: token)
+      return true
+    } catch .system(let failure) {
+      return ![EBADF, ENOENT, EPERM, EINVAL].contains(failure.errno)
+    } catch {
+      return true
+    }
   }
 
   private func control(

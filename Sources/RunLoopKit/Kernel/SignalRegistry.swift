@@ -5,7 +5,8 @@ import Glibc
 /// the signal's disposition is installed and put back. The handler itself is C (CShims/signals.c) and
 /// only reads the slots; every decision is made here, under one lock, outside any handler.
 /// The first watch also starts the catcher, one thread of the library's own that leaves the
-/// watched signals unblocked, so they are delivered even when every other thread blocks them.
+/// watched signals unblocked, so they are delivered even when every other thread blocks them;
+/// the last unwatch ends it.
 ///
 /// libuv keeps the same split (`uv__signal_handler` writes to each watching loop's pipe;
 /// `uv_signal_start` decides under a lock). The difference is the wake-up: one eventfd per
@@ -42,6 +43,7 @@ enum SignalRegistry {
         } catch {
           _ = crl_signal_slot_clear(slot)
           state.freeSlots.append(slot)
+          crl_signal_catcher_end_if_idle()
           throw error
         }
         crl_signal_catcher_watch(signal, 1)

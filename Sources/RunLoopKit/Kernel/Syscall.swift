@@ -37,4 +37,20 @@ enum Syscall {
       throw .system(SystemError(operation: operation(), subject: subject(), errno: code))
     }
   }
+
+  /// Sleeps the calling thread for `duration` (`nanosleep`); a signal makes it sleep again for
+  /// what is left.
+  static func sleep(for duration: Duration) throws(LoopError) {
+    let nanoseconds = max(0, duration.saturatedNanoseconds)
+    var request = timespec(
+      tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    var left = timespec()
+    while nanosleep(&request, &left) != 0 {
+      let code = crl_errno()
+      guard code == EINTR else {
+        throw .system(SystemError(operation: "nanosleep", subject: "\(duration)", errno: code))
+      }
+      request = left
+    }
+  }
 }

@@ -66,9 +66,13 @@ extension Loop {
     /// Hands the blocks held over as an array, in order, and leaves the batch empty.
     func moveToArray() -> [QueuedBlock] {
       let held = count
+      // An empty batch makes no array: `Array(unsafeUninitializedCapacity: 0)` hands out the
+      // standard library's one shared empty storage and writes its count there, a data race
+      // between any two threads that do it (ThreadSanitizer reported it once per drain).
+      guard held > 0 else { return [] }
       count = 0
       return [QueuedBlock](unsafeUninitializedCapacity: held) { buffer, initialized in
-        if held > 0 { buffer.baseAddress!.moveInitialize(from: base, count: held) }
+        buffer.baseAddress!.moveInitialize(from: base, count: held)
         initialized = held
       }
     }

@@ -5,8 +5,9 @@ extension Loop {
   /// If an item cannot join (a descriptor that was closed meanwhile), the others still do and
   /// the first error is thrown.
   ///
-  /// Blocks queued for `.common` become runnable in `mode`: if the loop is running `mode`, it
-  /// is woken to run them, as a `perform` would wake it (CF does not wake here).
+  /// Blocks queued for `.common` become runnable in `mode`: if the loop is running `mode` (or
+  /// waits in it between an embedding's passes), it is woken to run them, as a `perform`
+  /// would wake it (CF does not wake here).
   public func addCommonMode(_ name: Mode) throws(LoopError) {
     var callouts: [Callout] = []
     var firstError: LoopError?
@@ -24,20 +25,31 @@ extension Loop {
           firstError = firstError ?? error
         }
       }
-      if hasBlocksLocked(for: name) { wakeIfRunningLocked(name) }
+      if hasBlocksLocked(for: name) { wakeIfWaitingLocked(in: name) }
     }
     for callout in callouts { callout() }
     if let firstError { throw firstError }
   }
 
   /// Something just became runnable in `mode` without waking the loop by itself (a queued
-  /// block, a signalled manual source): wakes the loop if its innermost run is in `mode`, so
-  /// a sleep does not outlast work it could do. Timers and descriptors need no help: a
-  /// timer's change re-arms the timerfd and a new descriptor joins the epoll set, either of
-  /// which the kernel reports. Rare, so it wakes under the lock.
-  func wakeIfRunningLocked(_ mode: Mode) {
-    guard frames.last?.mode == mode else { return }
+  /// block, a signalled manual source, a virtual loop's timer now due): wakes the loop if
+  /// `mode` is where it waits now (`waitingModeLocked`), so a sleep does not outlast work it
+  /// could do. Descriptors need no help: a new one joins the epoll set, which the kernel
+  /// reports, and a real timer's change re-arms what ends the sleep. Rare, so it wakes under
+  /// the lock.
+  func wakeIfWaitingLocked(in mode: Mode) {
+    guard waitingModeLocked == mode else { return }
     sendHoldingLock(requestWakeLocked())
+  }
+
+  /// The one mode whose work the loop would sleep through now, whichever way it sleeps: a
+  /// `VirtualLoop` waiting for other threads in `runUntil`, the embedded mode between its
+  /// host's passes (no run is active then), or the innermost run, nested or not (a nested
+  /// run's return makes the run below look again: see `runOwnMode`). Nil when none.
+  var waitingModeLocked: Mode? {
+    if let outsideWorkMode { return outsideWorkMode }
+    if frames.isEmpty, embeddedIdle.load(ordering: .relaxed) { return embeddedMode?.mode }
+    return frames.last?.mode
   }
 
   /// The modes `.common` stands for; initially just `.default`.

@@ -162,7 +162,8 @@ extension Loop {
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
-    for (source, _) in candidates {
+    var leftSignalled = false
+    for (index, (source, _)) in candidates.enumerated() {
       let perform = lock.withLock { () -> (() -> Void)? in
         // An earlier callout may have removed or invalidated it, or a nested run performed it.
         guard mode.manualSources.contains(source), let perform = source.consumeSignal() else {
@@ -176,7 +177,16 @@ extension Loop {
       perform()
       sink?.record(.manualSource(source.traceName), since: began)
       handled = true
-      if onlyOne { break }
+      if onlyOne {
+        leftSignalled = index < candidates.count - 1
+        break
+      }
+    }
+    // Every source signalled when the look began has been performed, and none was signalled
+    // since (each signal moves the count): the mode is quiet again, and the next look (or an
+    // embedding's check between passes) need not walk its sources to find that out.
+    if handled && !leftSignalled && manualSignals.load(ordering: .acquiring) == signals {
+      mode.quietManualSignals = signals
     }
     return handled
   }

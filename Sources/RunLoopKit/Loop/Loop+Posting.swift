@@ -163,10 +163,10 @@ extension Loop {
   }
 
   /// For a thread about to exit: hands back the blocks still queued so it can run them itself
-  /// instead of letting teardown discard them, or, when none are left, refuses every later
-  /// `perform`. Call it until it returns nothing: blocks run from one batch may post more.
-  /// (`runAcceptedWorkBeforeExit` does.)
-  func takeQueuedBlocksOrClose() -> [QueuedBlock] {
+  /// instead of letting teardown discard them, or, when none are left and `mayClose`, refuses
+  /// every later `perform`. Call it until it returns nothing: blocks run from one batch may
+  /// post more. (`runAcceptedWorkBeforeExit` does.)
+  func takeQueuedBlocksOrClose(mayClose: Bool = true) -> [QueuedBlock] {
     var held: [QueuedBlock] = []
     swap(&held, &jobs.held)  // only if the thread exits from inside a job, which is rare
     while true {
@@ -174,6 +174,7 @@ extension Loop {
       let taken = lock.withLock { () -> [QueuedBlock]? in
         posted.take(appendingTo: &blocks, before: posted.claimed)
         if held.isEmpty && blocks.isEmpty && deferredBlocks.isEmpty {
+          guard mayClose else { return [] }
           // Nil when a post claimed its slot since: it was accepted, so it runs first.
           return posted.closeIfEmpty() ? [] : nil
         }

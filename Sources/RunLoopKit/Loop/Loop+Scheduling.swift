@@ -273,10 +273,21 @@ extension Loop {
       // set): un-parking it would watch that file. Stale is final. (A parked registration
       // that could not be removed by its number is stale too: see `parkLocked`.)
       guard !source.registrations.contains(where: \.stale) else {
-        throw .invalidArgument(
-          name: "descriptor", value: "fd \(source.fileDescriptor)",
-          reason: "it no longer refers to the file the source was added with (it was closed "
-            + "while still registered); invalidate the source and add a new one")
+        throw Loop.staleDescriptorError(source.fileDescriptor)
+      }
+      // A parked registration is out of its set; its number may have been closed and handed
+      // to another file since (one of the loop's own descriptors, or any other). It goes
+      // back only if the number still names the source's file.
+      let fd = source.fileDescriptor
+      let resumes = source.registrations.contains {
+        $0.parked && $0.mode.tokenForDescriptor[fd] == $0.token
+      }
+      if resumes {
+        try checkNotOwnDescriptorLocked(fd)
+        guard namesOwnFileLocked(source) else {
+          markStaleEverywhereLocked(source)
+          throw Loop.staleDescriptorError(fd)
+        }
       }
       let mask = source.binding.lock.withLock {
         change()
@@ -287,8 +298,6 @@ extension Loop {
         let mode = registration.mode
         guard mode.tokenForDescriptor[source.fileDescriptor] == registration.token else { continue }
         if registration.parked {
-          // The number may have been closed and handed to one of the loop's own descriptors.
-          try checkNotOwnDescriptorLocked(source.fileDescriptor)
           try mode.epoll.add(source.fileDescriptor, events: mask, token: registration.token)
           source.registrations[index].parked = false
         } else {
@@ -344,10 +353,12 @@ extension Loop {
     return made
   }
 
-  /// Keeps an empty epoll set in reserve (see `spareEpoll`); made when the loop's first
-  /// descriptor source is added, which throws if even that one descriptor cannot be had.
+  /// Keeps an empty epoll set in reserve (see `spareEpoll`) and makes the witness set (see
+  /// `DescriptorWitnesses`); done when the loop's first user descriptor source is added,
+  /// which throws if those descriptors cannot be had.
   func reserveSpareEpollLocked() throws(LoopError) {
     if spareEpoll == nil { spareEpoll = try Epoll() }
+    if witnesses == nil { witnesses = try DescriptorWitnesses() }
   }
 
   /// What creating a mode requires: `checkAddableLocked`, and a name other than `.common`,

@@ -41,8 +41,10 @@ extension Loop {
       // kept after teardown keeps this loop object alive.
       let retired: [Any] = [
         Array(modes.values), blocks, deferredBlocks, spareBatch as Any, firingTimers,
-        executorStorage as Any, jobs.executor as Any, spareEpoll as Any,
+        executorStorage as Any, jobs.executor as Any, spareEpoll as Any, witnesses as Any,
       ]
+      witnesses?.close()
+      witnesses = nil
       spareBatch = nil
       executorStorage = nil
       jobs.executor = nil
@@ -69,6 +71,7 @@ extension Loop {
   func roleOfOwnDescriptorLocked(_ fd: Int32) -> String? {
     if let wakeFD, fd == wakeFD.fd { return "its wake-up eventfd" }
     if let spareEpoll, fd == spareEpoll.fd { return "its spare epoll set" }
+    if let witnesses, fd == witnesses.set.fd { return "its epoll set of descriptor witnesses" }
     for mode in modes.values {
       if fd == mode.epoll.fd { return "the epoll set of mode \"\(mode.mode)\"" }
       if fd == mode.timerFD.fd { return "the timerfd of mode \"\(mode.mode)\"" }
@@ -91,11 +94,11 @@ extension Loop {
   /// Steps taken by the loop's common-item set, for tests that check how adding scales.
   var itemSteps: Int { commonItems.steps }
 
-  /// The loop's own descriptors (wake-up eventfd, spare epoll set, and each mode's epoll fd
-  /// and timerfd), for tests that check teardown closes them.
+  /// The loop's own descriptors (wake-up eventfd, spare epoll set, witness set, and each
+  /// mode's epoll fd and timerfd), for tests that check teardown closes them.
   var ownedDescriptors: [Int32] {
     lock.withLock {
-      [wakeFD?.fd, spareEpoll?.fd].compactMap { $0 }
+      [wakeFD?.fd, spareEpoll?.fd, witnesses?.set.fd].compactMap { $0 }
         + modes.values.flatMap { [$0.epoll.fd, $0.timerFD.fd] }
     }
   }

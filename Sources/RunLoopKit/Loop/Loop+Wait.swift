@@ -14,7 +14,8 @@ extension Loop {
   struct WakeResult {
     var timerExpired = false
     var ready: [Epoll.Event] = []
-    /// The mode should shed the registrations it could not remove now (`ModeState.shedDue`).
+    /// The mode should shed the registrations it could not remove now, or report stale ones
+    /// found outside a pass (`ModeState.descriptorPhaseDue`).
     var shedDue = false
     /// The loop's wait count once this wait returned: a handler that runs a nested run makes
     /// it move on, and what this wait read may no longer be so.

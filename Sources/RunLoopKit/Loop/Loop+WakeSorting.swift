@@ -62,7 +62,7 @@ extension Loop {
         if naming { wokenBy.append(.timer) }
       }
       if let slept = wait.slept { countWakeLocked(causes, slept: slept) }
-      result.shedDue = mode.shedDue
+      result.shedDue = mode.descriptorPhaseDue
     }
     return (result, wokenBy)
   }

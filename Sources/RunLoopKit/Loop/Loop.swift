@@ -157,6 +157,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// sleeps between the host's passes now (Loop+Embedding.swift).
   @exclusivity(unchecked) var embeddedMode: ModeState?
   let embeddedIdle = Atomic<Bool>(false)
+  /// The mode a `VirtualLoop`'s `runUntil` waits in for other threads' work, while it waits
+  /// (Loop+VirtualDriving.swift).
+  @exclusivity(unchecked) var outsideWorkMode: Mode?
+  /// The loop's final drain has run (Loop+FinalDrain.swift; the loop's thread only).
+  @exclusivity(unchecked) var finalDrainDone = false
 
   // MARK: Rarely used state
 
@@ -172,6 +177,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// a registration the loop could not remove (a rebuild) needs no new descriptor: see
   /// `rebuildEpollSetLocked`.
   @exclusivity(unchecked) var spareEpoll: Epoll?
+  /// Which file each user descriptor source was made for (see the type); made with
+  /// `spareEpoll`, when the first such source is added.
+  @exclusivity(unchecked) var witnesses: DescriptorWitnesses?
   /// How many rebuilds found no descriptor for the new set (see `rebuildEpollSetLocked`).
   @exclusivity(unchecked) var epollRebuildFailures = 0
   /// How many times the loop asked the kernel whether a registration still watches its file

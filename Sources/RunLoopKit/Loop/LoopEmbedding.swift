@@ -55,7 +55,10 @@ public final class LoopEmbedding: Sendable {
   /// ``nextDeadline`` as the timeout that `poll(2)`, `epoll_wait(2)` and a GLib `GSource`'s
   /// `prepare` take: the milliseconds from now until it, rounded up so the host never wakes
   /// before it; 0 once it has passed; -1 (wait for the descriptor alone) when no timer is
-  /// pending. libuv's `uv_backend_timeout()` is the same number. Safe from any thread.
+  /// pending, in an empty mode too. libuv's `uv_backend_timeout()` is the same number for a
+  /// loop with something alive in it; for one with nothing alive libuv answers 0, since its
+  /// loop is about to end, where an empty embedded mode is only idle: it keeps its
+  /// descriptor, and anything added to it later makes that readable. Safe from any thread.
   public var pollTimeout: Int32 {
     guard let deadline = nextDeadline else { return -1 }
     return Self.milliseconds(from: .now, to: deadline)

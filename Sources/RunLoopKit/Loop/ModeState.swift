@@ -51,6 +51,12 @@ final class ModeState {
   /// their sources were removed, which is common) — once there are more than the set has live
   /// ones, a rebuild costs at most one syscall per untracked registration it sheds.
   var shedDue: Bool { rebuildFailed || untrackedTokens.count > max(64, descriptors.count) }
+  /// Registrations a rebuild made outside a pass found stale (an add that had to shed a
+  /// leftover registration: see `Loop.registerLocked`), to be reported to their handlers by
+  /// the mode's next descriptor phase, as a rebuild within a pass reports them.
+  @exclusivity(unchecked) var staleToReport: [UInt64] = []
+  /// The next descriptor phase has work even with no event: a shed, or reports to make.
+  var descriptorPhaseDue: Bool { shedDue || !staleToReport.isEmpty }
   let timers = TimerHeap()
   private let observerSet = ItemSet<LoopObserver>(identity: ObjectIdentifier.init)
   /// `observerSet` by order, equal orders in the order they were added; rebuilt on the first

@@ -22,6 +22,11 @@ extension Loop {
       // A loop asleep on its futex sleeps until the deadline it read when it fell asleep; a
       // disarmed timer (no timer left) never needs it to wake earlier.
       if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }
+      // A virtual loop waiting in `runUntil` arms nothing that time could end: a timer another
+      // thread made due now wakes it, to fire (one due later waits for the clock to move).
+      if outsideWorkMode == mode.mode, let armed = mode.armedDeadline, armed <= now {
+        wakeIfWaitingLocked(in: mode.mode)
+      }
     }
   }
 

@@ -8,35 +8,64 @@ extension Loop {
   func hasBlocks(for mode: Mode) -> Bool { lock.withLock { hasBlocksLocked(for: mode) } }
 
   /// Blocks in real time, in the mode's epoll set, until another thread brings something —
-  /// a block or job (the wake-up eventfd), a port message, a ready descriptor — or until
-  /// `deadline`. The mode's timer is never armed on a virtual loop, so time alone ends it only
-  /// at the deadline. Posters see `asleep` and write the eventfd, as for a real sleep.
-  func waitForOutsideWork(in name: Mode, until deadline: LoopClock.Instant) {
-    guard let mode = lock.withLock({ try? modeLocked(name) }) else { return }
+  /// a block or job (the wake-up eventfd), a port message, a ready descriptor, a signalled
+  /// source that joins the mode or is woken, a timer added or moved to a date already due —
+  /// or until `deadline`. The mode's timer is never armed on a virtual loop, so time alone
+  /// ends it only at the deadline. Posters see `asleep` and write the eventfd, as for a real
+  /// sleep; `outsideWorkMode` tells the rest (`wakeIfWaitingLocked`). Returns false when the
+  /// wait ran to `deadline` with nothing found, true otherwise (work was waiting already, or
+  /// something came).
+  func waitForOutsideWork(in name: Mode, until deadline: LoopClock.Instant) -> Bool {
+    guard let mode = lock.withLock({ try? modeLocked(name) }) else {
+      // The mode cannot be made (the process is out of descriptors, or the loop is torn
+      // down): nothing can come to it, and looking again at once would spin.
+      let left = LoopClock.Instant.now.duration(to: deadline)
+      if left > .zero { try? Syscall.sleep(for: left) }
+      return false
+    }
     // Drains a wake-up written for an earlier wait, and forgets that one was sent.
     let (epoll, _) = prepareToWait(in: mode)
     let waits = lock.withLock { () -> Bool in
-      // A nested run's return asks the outer run to look again; that is not outside work.
-      if wakeRequested && frames.isEmpty { return false }
-      wakeRequested = false
+      // A wake-up asked for since the last pass (`wakeUp()`, a source signalled into the
+      // mode) is answered by a look, once: left set, it would answer every later wait too,
+      // and the caller would spin. A nested run's return asks the outer run to look again,
+      // which is not work from outside: inside a run it is only forgotten.
+      if wakeRequested {
+        wakeRequested = false
+        wakePending.store(false, ordering: .relaxed)
+        if frames.isEmpty { return false }
+      }
+      // Work another thread made runnable since the last pass, while no wait was there to
+      // wake (between two of the caller's looks): a timer made due, a source that joined
+      // the mode signalled. The caller runs a pass for it instead.
+      if let armed = mode.armedDeadline, armed <= now { return false }
+      if !mode.manualSources.isEmpty,
+        mode.quietManualSignals != manualSignals.load(ordering: .sequentiallyConsistent)
+      {
+        return false
+      }
       // Said before the last look at the posted blocks, as `commitToWait` does.
       sleeping = true
+      outsideWorkMode = name
       asleep.store(true, ordering: .sequentiallyConsistent)
       guard hasBlocksLocked(for: name) else { return true }
       sleeping = false
+      outsideWorkMode = nil
       asleep.store(false, ordering: .relaxed)
       return false
     }
-    guard waits else { return }
+    guard waits else { return true }
     let timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
-    _ = try? epoll.wait(timeoutNanoseconds: timeout)
+    let found = (try? epoll.wait(timeoutNanoseconds: timeout)) ?? 1
     lock.withLock {
       sleeping = false
+      outsideWorkMode = nil
       asleep.store(false, ordering: .relaxed)
       // What the wait read stays in the kernel (level-triggered) for the next pass to find;
       // the eventfd is drained before the next wait.
       wakeFDReadable = true
     }
+    return found > 0
   }
 
   /// The deadline the mode's timer would be armed at (its first timer, tolerance included).

@@ -55,7 +55,7 @@ extension Loop {
         if let cause, slept != nil { wokenBy.append(cause) }
       }
       if let slept { countWakeLocked(causes, slept: slept) }
-      result.shedDue = mode.shedDue
+      result.shedDue = mode.descriptorPhaseDue
     }
     if let sink, let slept {
       sink.record(
@@ -83,10 +83,20 @@ extension Loop {
     }
     let horizon = clock.horizon
     guard end <= horizon else {
-      fatalError(
+      let prefix =
         "RunLoopKit: a run of mode \"\(mode.mode)\" on a VirtualLoop would sleep until "
-          + "\(Loop.virtualOffset(end, clock)), but its clock may only reach "
-          + "\(Loop.virtualOffset(horizon, clock)) now: a virtual clock moves only when told. "
+        + "\(Loop.virtualOffset(end, clock)), but its clock may only reach "
+        + "\(Loop.virtualOffset(horizon, clock)) now"
+      if clock.autoAdvance.load(ordering: .relaxed) {
+        // Only the limit of a call in progress stops an auto-advancing clock.
+        fatalError(
+          prefix + ", the limit of the VirtualLoop call in progress (advance, step, "
+            + "runUntilIdle or runUntil), which promised where the clock is when it returns; "
+            + "auto-advance moves the clock only up to that limit. Advance far enough "
+            + "(advance(by:) or advance(to:)), or run the loop outside those calls.")
+      }
+      fatalError(
+        prefix + ": a virtual clock moves only when told. "
           + "Drive the loop with advance(by:) or advance(to:) far enough, or make it with "
           + "VirtualLoop(autoAdvance: true) so that runs move the clock themselves.")
     }

@@ -47,11 +47,14 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
     if instant > now { nanoseconds.store(instant.nanoseconds, ordering: .releasing) }
   }
 
-  /// How far a run that would sleep may move the clock: to the target of the `advance` in
-  /// progress, anywhere under auto-advance, otherwise not at all.
+  /// How far a run that would sleep may move the clock: to the limit of the `VirtualLoop`
+  /// call in progress (the target of `advance`, the next due date of `step`, now for
+  /// `runUntilIdle` and `runUntil`), auto-advance or not, since that call promised where the
+  /// clock is when it returns; outside such a call, anywhere under auto-advance, otherwise
+  /// not at all.
   var horizon: LoopClock.Instant {
-    if autoAdvance.load(ordering: .relaxed) { return .distantFuture }
-    return horizonStorage ?? now
+    if let horizonStorage { return horizonStorage }
+    return autoAdvance.load(ordering: .relaxed) ? .distantFuture : now
   }
 
   /// Runs `body` as the loop's driver, with `horizon` (if given) as the limit of the clock.

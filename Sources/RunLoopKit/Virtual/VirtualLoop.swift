@@ -30,7 +30,8 @@ import Glibc
 /// - **Runs inside callouts** (a nested `run(in:for:)`) run in virtual time too: their waits
 ///   move the clock, but no further than the `advance` in progress allows — a run that would
 ///   have to wait past that traps with a message, as does any run that would sleep for ever.
-///   With `autoAdvance`, runs move the clock themselves, to the next timer or their deadline.
+///   With `autoAdvance`, runs move the clock themselves, to the next timer or their deadline,
+///   and still no further than the limit of a `VirtualLoop` call in progress.
 ///
 /// Mirrors no CF type. The counterparts are SwiftNIO's `EmbeddedEventLoop` (a separate
 /// implementation with no modes, observers or descriptors), Tokio's paused clock (its
@@ -53,9 +54,11 @@ public final class VirtualLoop: Sendable {
     loop = Loop(thread: pthread_self(), threadID: crl_gettid(), virtualClock: clock)
   }
 
-  /// Runs the blocks and jobs the loop accepted and not yet ran (on the releasing thread),
-  /// then tears the loop down as a thread's loop is torn down when its thread exits: items
-  /// are invalidated, descriptors closed, and later posts throw `loopTornDown`.
+  /// Does what the loop accepted and has not done yet (on the releasing thread), as a thread's
+  /// loop does when its thread exits: runs its blocks and jobs, performs the manual sources
+  /// still signalled, delivers its ports' messages (`Loop`'s final drain); then tears the loop
+  /// down: items are invalidated, descriptors closed, and later posts throw `loopTornDown`. A
+  /// test that leaves a source signalled sees it performed here, after its last call.
   deinit {
     clock.driving(loop) { loop.runAcceptedWorkBeforeExit() }
     loop.tearDown()
@@ -68,7 +71,11 @@ public final class VirtualLoop: Sendable {
   /// (or its deadline) instead of trapping, so an unmodified program that calls
   /// `run(in:for:)` or `run()` goes through an hour of timers in milliseconds. A run with
   /// neither a timer nor a deadline ahead still traps: nothing would ever end its sleep.
-  /// Off by default: then only `advance` moves the clock. Settable at any time.
+  /// Inside a call of this type (a run nested in a callout during `advance(to:)`, `step()`,
+  /// `runUntilIdle()` or `runUntil`) a run moves the clock no further than that call's limit
+  /// (its target, the step's next due date, now), and traps, saying so, if it would have to:
+  /// the call promised where the clock is when it returns. Off by default: then only
+  /// `advance` moves the clock. Settable at any time.
   public var autoAdvance: Bool {
     get { clock.autoAdvance.load(ordering: .relaxed) }
     set { clock.autoAdvance.store(newValue, ordering: .relaxed) }
@@ -146,10 +153,16 @@ public final class VirtualLoop: Sendable {
 
   /// Runs the loop until idle, over and over, until `condition` holds; returns whether it
   /// does. While it does not and the loop is idle, waits in real time — at most `limit`
-  /// in all — for what other threads bring: posted blocks and jobs, port messages, ready
-  /// descriptors. The clock does not move: use it after `advance` to let tasks finish what
-  /// the advance started (a task that resumes from `Task.sleep` on `loop.executor` passes
-  /// through Swift's global executor on its way back).
+  /// in all — for what other threads bring. The clock does not move: use it after `advance`
+  /// to let tasks finish what the advance started (a task that resumes from `Task.sleep` on
+  /// `loop.executor` passes through Swift's global executor on its way back).
+  ///
+  /// What ends a wait at once: a block or executor job posted to the loop, a port message, a
+  /// ready descriptor, a manual source signalled and woken (or signalled before it joins the
+  /// mode), and a timer another thread adds or moves to a date already due (`perform(after:
+  /// .zero)`, `loop.sleep(for: .zero)`), which then fires. A condition another thread makes
+  /// true without handing the loop anything is noticed too: the wait looks at `condition`
+  /// every `conditionInterval` (1 ms), without a pass.
   ///
   /// It blocks its thread while it waits. In async code use the `async` overload, which
   /// waits without holding one of Swift's cooperative threads: the task it waits for may
@@ -165,11 +178,21 @@ public final class VirtualLoop: Sendable {
       while true {
         runUntilIdleWhileDriving(mode)
         if condition() { return true }
-        if LoopClock.Instant.now >= giveUp { return false }
-        loop.waitForOutsideWork(in: mode, until: giveUp)
+        // Until something comes (then the loop runs again) or the limit; the condition is
+        // looked at between short waits.
+        while true {
+          let realNow = LoopClock.Instant.now
+          if realNow >= giveUp { return false }
+          let until = min(giveUp, realNow.advanced(by: VirtualLoop.conditionInterval))
+          if loop.waitForOutsideWork(in: mode, until: until) { break }
+          if condition() { return true }
+        }
       }
     }
   }
+
+  /// How often `runUntil` looks at its condition while nothing comes from other threads.
+  static let conditionInterval = Duration.milliseconds(1)
 
   /// `runUntil` for async code: between looks it suspends (for 100 µs of real time) instead
   /// of blocking its thread, so the work it waits for can use the thread meanwhile.
