@@ -44,9 +44,12 @@ final class DescriptorWitnesses {
   private var nextID: UInt64 = 1
   /// How many times the set was rebuilt (for tests).
   private(set) var rebuilds = 0
+  /// The one device and inode every anonymous-inode file reports (an epoll set is one).
+  private let anonymousInode: FileIdentity?
 
   init() throws(LoopError) {
     set = try Epoll()
+    anonymousInode = FileIdentity(of: set.fd)
   }
 
   /// Pins the file `fd` names now for a source added for the first time, and returns the
@@ -69,7 +72,7 @@ final class DescriptorWitnesses {
     // Device and inode cannot tell anonymous-inode files apart (the witness set is one):
     // pinned over a pin that may linger, such a file would share its number's answers with
     // the lingering one. A new set first, then.
-    if let identity, identity == FileIdentity(of: set.fd) { try rebuild(makeSet: makeSet) }
+    if let identity, identity == anonymousInode { try rebuild(makeSet: makeSet) }
     let id = nextID
     do throws(LoopError) {
       try set.add(fd, events: 0, token: id)

@@ -110,10 +110,7 @@ extension Loop {
     // `PostQueue`), and a signaller that counts after the look finds `embeddedIdle` set.
     asleep.store(true, ordering: .sequentiallyConsistent)
     embeddedIdle.store(true, ordering: .sequentiallyConsistent)
-    let signalled =
-      !mode.manualSources.isEmpty
-      && mode.quietManualSignals != manualSignals.load(ordering: .sequentiallyConsistent)
-    let pending = requested || signalled || hasBlocksLocked(for: mode.mode)
+    let pending = requested || hasUnseenSignalsLocked(in: mode) || hasBlocksLocked(for: mode.mode)
     return pending ? requestWakeLocked() : .none
   }
 

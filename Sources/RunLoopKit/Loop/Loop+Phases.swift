@@ -135,6 +135,16 @@ extension Loop {
 
   // MARK: Manual sources
 
+  /// Whether a source of `mode` may have been signalled since the mode's sources were last
+  /// looked at (the signal count moved since a look found them quiet): what a wait that no
+  /// signal wakes by itself (an embedding between passes, `VirtualLoop.runUntil`) checks
+  /// before it sleeps. Sequentially consistent, against `countSignal`, which adds to the
+  /// count and then reads whether to wake.
+  func hasUnseenSignalsLocked(in mode: ModeState) -> Bool {
+    !mode.manualSources.isEmpty
+      && mode.quietManualSignals != manualSignals.load(ordering: .sequentiallyConsistent)
+  }
+
   /// Performs signalled manual sources by order, then by signal time. Returns whether any ran.
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
     // Nothing signalled since this mode last looked and found nothing: looking again would

@@ -157,7 +157,7 @@ extension Loop {
       // looks: sleeping until a date in the past still waits for the kernel's next timer
       // interrupt (measured here: ~14 µs per such sleep, with a `loop.sleep(for: .zero)`).
       // A look fires such timers too: a disarmed timerfd does not report them.
-      let timerDue = mode.armedDeadline.map { $0 <= .now } == true
+      let timerDue = mode.hasTimerDue(at: .now)
       if timerDue { sleeping = false }
       if sleeping {
         // Said before the last look at the posted blocks: a poster that writes its block

@@ -158,6 +158,12 @@ final class ModeState {
   /// when it must (see `Loop.timerFDNeededLocked`).
   private(set) var armedDeadline: LoopClock.Instant?
 
+  /// Whether the date the mode's timers need the loop awake by (`armedDeadline`) has come at
+  /// `instant`: the next look fires them.
+  func hasTimerDue(at instant: LoopClock.Instant) -> Bool {
+    armedDeadline.map { $0 <= instant } == true
+  }
+
   /// Notes the current earliest wake deadline in `armedDeadline`. The timerfd is left as it
   /// is: whether it is to hold the date is decided apart (`Loop.timerFDNeededLocked`, and the
   /// next wait's `Loop.commitToWait`), and disarming a timerfd that wait would arm again is

@@ -24,7 +24,7 @@ extension Loop {
       if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }
       // A virtual loop waiting in `runUntil` arms nothing that time could end: a timer another
       // thread made due now wakes it, to fire (one due later waits for the clock to move).
-      if outsideWorkMode == mode.mode, let armed = mode.armedDeadline, armed <= now {
+      if outsideWorkMode == mode.mode, mode.hasTimerDue(at: now) {
         wakeIfWaitingLocked(in: mode.mode)
       }
     }

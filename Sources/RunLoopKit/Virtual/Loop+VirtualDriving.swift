@@ -38,12 +38,7 @@ extension Loop {
       // Work another thread made runnable since the last pass, while no wait was there to
       // wake (between two of the caller's looks): a timer made due, a source that joined
       // the mode signalled. The caller runs a pass for it instead.
-      if let armed = mode.armedDeadline, armed <= now { return false }
-      if !mode.manualSources.isEmpty,
-        mode.quietManualSignals != manualSignals.load(ordering: .sequentiallyConsistent)
-      {
-        return false
-      }
+      if mode.hasTimerDue(at: now) || hasUnseenSignalsLocked(in: mode) { return false }
       // Said before the last look at the posted blocks, as `commitToWait` does.
       sleeping = true
       outsideWorkMode = name
