@@ -79,10 +79,13 @@ extension Loop {
     _ woke: WakeResult, into deliveries: inout [Delivery], in mode: ModeState
   ) {
     // Stale registrations found outside a pass are reported first, as those found now are.
-    var stale = mode.staleToReport.compactMap { token in
-      mode.descriptors[token].map { Delivery(token: token, order: $0.order, stale: true) }
+    var stale: [Delivery] = []
+    if !mode.staleToReport.isEmpty {
+      stale = mode.staleToReport.compactMap { token in
+        mode.descriptors[token].map { Delivery(token: token, order: $0.order, stale: true) }
+      }
+      mode.staleToReport = []
     }
-    mode.staleToReport.removeAll()
     let reportedBefore = stale.count
     var unattributed = false
     var parkedUnreported = false

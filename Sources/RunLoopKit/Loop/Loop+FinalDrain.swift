@@ -133,7 +133,7 @@ extension Loop {
 }
 
 /// What a loop's final drain asks of a port's queue (`Loop.runAcceptedWorkBeforeExit`).
-protocol AcceptedMessages: Sendable {
+protocol AcceptedMessages: AnyObject, Sendable {
   /// Refuses later sends with `error`; messages already accepted stay to be delivered.
   func refuse(_ error: LoopError)
   /// Whether messages wait to be delivered.

@@ -172,8 +172,7 @@ extension Loop {
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
     var handled = false
-    var leftSignalled = false
-    for (index, (source, _)) in candidates.enumerated() {
+    for (source, _) in candidates {
       let perform = lock.withLock { () -> (() -> Void)? in
         // An earlier callout may have removed or invalidated it, or a nested run performed it.
         guard mode.manualSources.contains(source), let perform = source.consumeSignal() else {
@@ -187,15 +186,13 @@ extension Loop {
       perform()
       sink?.record(.manualSource(source.traceName), since: began)
       handled = true
-      if onlyOne {
-        leftSignalled = index < candidates.count - 1
-        break
-      }
+      if onlyOne { break }
     }
     // Every source signalled when the look began has been performed, and none was signalled
     // since (each signal moves the count): the mode is quiet again, and the next look (or an
-    // embedding's check between passes) need not walk its sources to find that out.
-    if handled && !leftSignalled && manualSignals.load(ordering: .acquiring) == signals {
+    // embedding's check between passes) need not walk its sources to find that out. (A run
+    // that stops after one source may have left others signalled: the next look walks them.)
+    if handled && !onlyOne && manualSignals.load(ordering: .acquiring) == signals {
       mode.quietManualSignals = signals
     }
     return handled

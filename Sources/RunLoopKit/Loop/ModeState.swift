@@ -159,9 +159,12 @@ final class ModeState {
   private(set) var armedDeadline: LoopClock.Instant?
 
   /// Whether the date the mode's timers need the loop awake by (`armedDeadline`) has come at
-  /// `instant`: the next look fires them.
-  func hasTimerDue(at instant: LoopClock.Instant) -> Bool {
-    armedDeadline.map { $0 <= instant } == true
+  /// `instant`: the next look fires them. The clock is read only when there is a date (a
+  /// pass that sleeps with no timer reads it no more than before).
+  @inline(__always)
+  func hasTimerDue(at instant: @autoclosure () -> LoopClock.Instant) -> Bool {
+    guard let armedDeadline else { return false }
+    return armedDeadline <= instant()
   }
 
   /// Notes the current earliest wake deadline in `armedDeadline`. The timerfd is left as it
