@@ -28,7 +28,7 @@ extension RunLoopKitTests {
     }
 
     @Test(
-      "17. A mode whose last look found no manual source signalled looks again only once one is signalled or joins it signalled (its item set counts the looks)"
+      "17. A mode whose last look found no manual source signalled looks again only once one is signalled or joins it signalled (the mode counts the looks)"
     )
     func test_17_looksAgainOnlyAfterASignal() throws {
       let performed = Box(0)
@@ -36,7 +36,7 @@ extension RunLoopKitTests {
         let source = ManualSource { performed.value += 1 }
         try loop.add(source, to: .default)
         let mode = try #require(loop.lock.withLock { loop.modes[.default] })
-        let looks = { loop.lock.withLock { mode.manualSources.steps } }
+        let looks = { loop.lock.withLock { mode.manualLooks } }
         _ = loop.run(for: .zero)
         let quiet = looks()
         for _ in 0..<100 { _ = loop.run(for: .zero) }

@@ -24,7 +24,7 @@ extension Loop {
   /// Adds the main-queue source the first time the main thread runs its loop. No-op on every
   /// other thread and on later runs.
   func serveMainQueueIfMainThread() {
-    guard virtualClock == nil, crl_is_main_thread() != 0 else { return }
+    guard isMainThreadLoop else { return }
     let fd = lock.withLock { () -> Int32? in
       guard !mainQueue.installed, !tornDown else { return nil }
       mainQueue.installed = true

@@ -72,15 +72,21 @@ extension BoundItem {
 }
 
 extension ManualSource: BoundItem {
-  var memberModes: [ModeState] { modes }
+  var memberModes: [ModeState] { slots.map(\.mode) }
+
+  func isMember(of mode: ModeState) -> Bool { slots.contains { $0.mode === mode } }
+
+  var isInAnyModeLocked: Bool { !slots.isEmpty }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
     mode.manualSources.insert(self)
-    modes.append(mode)
-    // Signalled before it joined the mode the loop waits in: runnable now, so the loop
-    // must look again and must not sleep past it (a signal alone never wakes; joining a mode
-    // is not a signal).
-    if isSignalled {
+    slots.append(Slot(mode: mode))
+    // Signalled before it joined the mode the loop waits in: runnable now, so it goes on the
+    // mode's ready heap, and the loop must look again and must not sleep past it (a signal
+    // alone never wakes; joining a mode is not a signal).
+    let key = signalKey
+    if key.signalled {
+      mode.ready.insert(self, sequence: key.sequence, stamp: loop.nextReadyStampLocked())
       loop.manualSignals.add(1, ordering: .sequentiallyConsistent)
       loop.wakeIfWaitingLocked(in: mode.mode)
     }
@@ -91,7 +97,11 @@ extension ManualSource: BoundItem {
 
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
     mode.manualSources.remove(self)
-    modes.removeAll { $0 === mode }
+    if let position = slots.firstIndex(where: { $0.mode === mode }) {
+      let index = slots[position].readyIndex
+      if index != ReadySources.absent { mode.ready.remove(at: index) }
+      slots.remove(at: position)
+    }
     guard let cancelCallback else { return nil }
     let name = mode.mode
     return { cancelCallback(loop, name) }

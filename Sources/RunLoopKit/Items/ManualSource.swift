@@ -26,8 +26,13 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   @exclusivity(unchecked) private var signalled = false
   /// Guarded by `binding.lock`: when it was signalled, to keep equal orders first-come first-served.
   @exclusivity(unchecked) private(set) var signalSequence: UInt64 = 0
+  /// A mode this source is in, and where the source sits in that mode's ready heap.
+  struct Slot {
+    let mode: ModeState
+    var readyIndex = ReadySources.absent
+  }
   /// The modes this source is in. Guarded by the owner loop's lock.
-  var modes: [ModeState] = []
+  @exclusivity(unchecked) var slots: [Slot] = []
 
   /// - Parameters:
   ///   - label: a name for traces and `debugDescription`.
@@ -68,21 +73,30 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   /// see `LoopEmbedding`). Signalling an already signalled source keeps its original place
   /// in line; signalling an invalid source does nothing.
   public func signal() {
-    let traced = binding.lock.withLock { () -> (loop: Loop, at: LoopClock.Instant?)? in
-      guard isValidLocked, !signalled else { return nil }
-      signalled = true
-      signalSequence = SignalClock.next()
-      // After the flag: a loop that reads the new count sees the flag when it looks.
-      return binding.ownerUnlocked?.countSignal()
-    }
-    // After the unlock: the binding's lock is a leaf lock.
-    if let traced { traced.loop.signalSent(self, at: traced.at) }
+    _ = markSignalled()
   }
 
   /// `signal()` followed by a wake-up of the loop the source belongs to.
   public func signalAndWake() {
-    signal()
-    binding.owner?.wakeUp()
+    markSignalled()?.wakeUp()
+  }
+
+  /// Sets the flag and, when that changed it and the source is bound, hands the source to its
+  /// loop (`Loop.sourceSignalled`). Returns the loop the source is bound to, if any.
+  private func markSignalled() -> Loop? {
+    binding.lock.lock()
+    let owner = binding.ownerUnlocked
+    guard isValidLocked, !signalled else {
+      binding.lock.unlock()
+      return owner
+    }
+    signalled = true
+    signalSequence = SignalClock.next()
+    binding.lock.unlock()
+    // After the unlock: the binding's lock is a leaf lock. An unbound source is found
+    // signalled when it joins its first mode.
+    owner?.sourceSignalled(self)
+    return owner
   }
 
   /// True from `signal()` until the loop performs the source or it is invalidated.
@@ -110,11 +124,13 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
 
   /// Clears the signal if set; returns the callback to perform now, or nil.
   func consumeSignal() -> (() -> Void)? {
-    binding.lock.withLock {
-      guard signalled, binding.isValidUnlocked, let callbacks else { return nil }
-      signalled = false
-      return callbacks.perform
-    }
+    // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted there
+    // and back, which allocates two thunks on every perform.
+    binding.lock.lock()
+    defer { binding.lock.unlock() }
+    guard signalled, binding.isValidUnlocked, let perform = callbacks?.perform else { return nil }
+    signalled = false
+    return perform
   }
 
   /// The schedule and cancel callbacks, while the source is valid.
@@ -127,5 +143,14 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
 
   var signalKey: (signalled: Bool, sequence: UInt64) {
     binding.lock.withLock { (signalled, signalSequence) }
+  }
+
+  /// Records where the source sits in `heap` (a mode's `ReadySources`). Under the loop's lock.
+  @inline(__always)
+  func setReadyIndex(_ index: Int, in heap: ReadySources) {
+    for position in slots.indices where slots[position].mode.ready === heap {
+      slots[position].readyIndex = index
+      return
+    }
   }
 }

@@ -11,6 +11,7 @@ extension Loop {
 
   /// `now` plus `delay`, a negative delay counting as zero: the rule every delay follows.
   func instant(after delay: Duration) -> LoopClock.Instant {
-    .after(delay, from: now)
+    // Zero (a poll, `run(for: .zero)`) skips Duration's 128-bit arithmetic.
+    delay <= .zero ? now : .after(delay, from: now)
   }
 }

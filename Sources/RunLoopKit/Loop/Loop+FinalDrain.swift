@@ -86,7 +86,7 @@ extension Loop {
       performed.insert(ObjectIdentifier(source))
       let perform = lock.withLock { () -> (() -> Void)? in
         // An earlier callout may have removed or invalidated it.
-        guard source.isInAnyModeLocked, let perform = source.consumeSignal() else { return nil }
+        guard source.isInAnyModeLocked, let perform = takeSignalLocked(source) else { return nil }
         counters.sourcesHandled += 1
         return perform
       }

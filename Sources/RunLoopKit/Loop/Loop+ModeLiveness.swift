@@ -5,7 +5,16 @@ extension Loop {
   /// The mode's state if it exists and has something to run; nil otherwise.
   func liveModeLocked(_ name: Mode) -> ModeState? {
     guard !tornDown, name != .common, !name.name.isEmpty else { return nil }
-    if let mode = modes[name] { return isEmptyLocked(mode) ? nil : mode }
+    // The mode found last (`modeLocked`'s shortcut): a loop run over and over in one mode
+    // compares the name instead of hashing it on every run.
+    if let last = lastModeFound, last._withUnsafeGuaranteedRef({ $0.mode == name }) {
+      let mode = last.takeUnretainedValue()
+      return isEmptyLocked(mode) ? nil : mode
+    }
+    if let mode = modes[name] {
+      lastModeFound = Unmanaged.passUnretained(mode)
+      return isEmptyLocked(mode) ? nil : mode
+    }
     // Queued blocks alone keep a mode alive, even one nothing was ever added to. (Out of
     // descriptors, the mode cannot be made: the run returns, and the blocks stay queued.)
     guard hasBlocksLocked(for: name) else { return nil }

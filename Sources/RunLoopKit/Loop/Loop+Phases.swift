@@ -146,53 +146,47 @@ extension Loop {
   }
 
   /// Performs signalled manual sources by order, then by signal time. Returns whether any ran.
+  /// Looks only at what was signalled (the inbox, then the mode's ready heap), never at the
+  /// mode's other sources.
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
     // Nothing signalled since this mode last looked and found nothing: looking again would
-    // take the lock and every source's own lock for nothing (a resident thread's keep-alive
-    // source made every pass do so).
+    // take the lock for nothing (a resident thread's keep-alive source made every pass do so).
     let signals = manualSignals.load(ordering: .acquiring)
     if mode.quietManualSignals == signals { return false }
-    // A buffer kept from the last pass (a nested run in a callout takes a fresh one), so a
-    // pass that performs one source allocates nothing.
-    var candidates = manualSourceBuffer
-    manualSourceBuffer = []
-    lock.withLock {
-      mode.manualSources.visitAll { source in
-        let key = source.signalKey
-        if key.signalled { candidates.append((source, key.sequence)) }
-      }
+    // Taken before the lock (it takes the lock itself when a tracer is attached).
+    let sink = traceSink(mode.mode)
+    lock.lock()
+    mode.manualLooks += 1
+    takeSignalInboxLocked()
+    // The sources ready now are this phase's; any that join the heap during it wait.
+    let cutoff = readyStamps
+    var next = takeReadySourceLocked(in: mode, stampedBy: cutoff)
+    guard next != nil else {
+      mode.quietManualSignals = signals
+      lock.unlock()
+      return false
     }
-    mode.quietManualSignals = candidates.isEmpty ? signals : nil
-    if candidates.count > 1 {
-      candidates.sort { ($0.source.order, $0.sequence) < ($1.source.order, $1.sequence) }
-    }
-    defer {
-      candidates.removeAll(keepingCapacity: candidates.capacity <= 64)
-      manualSourceBuffer = candidates
-    }
-    let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
+    mode.quietManualSignals = nil
     var handled = false
-    for (source, _) in candidates {
-      let perform = lock.withLock { () -> (() -> Void)? in
-        // An earlier callout may have removed or invalidated it, or a nested run performed it.
-        guard mode.manualSources.contains(source), let perform = source.consumeSignal() else {
-          return nil
-        }
-        counters.sourcesHandled += 1
-        return perform
-      }
-      guard let perform else { continue }
+    while let (source, perform) = next {
+      counters.sourcesHandled += 1
+      lock.unlock()
       let began = sink?.now
       perform()
       sink?.record(.manualSource(source.traceName), since: began)
       handled = true
       if onlyOne { break }
+      // One source at a time, so a nested run in a callout finds the rest still ready (and
+      // may perform them), as CF's nested runs find them still signalled.
+      lock.lock()
+      next = takeReadySourceLocked(in: mode, stampedBy: cutoff)
+      if next == nil { lock.unlock() }
     }
     // Every source signalled when the look began has been performed, and none was signalled
     // since (each signal moves the count): the mode is quiet again, and the next look (or an
-    // embedding's check between passes) need not walk its sources to find that out. (A run
-    // that stops after one source may have left others signalled: the next look walks them.)
-    if handled && !onlyOne && manualSignals.load(ordering: .acquiring) == signals {
+    // embedding's check between passes) need not take the lock to find that out. (A run that
+    // stops after one source may have left others ready: the next look takes them.)
+    if !onlyOne && manualSignals.load(ordering: .acquiring) == signals {
       mode.quietManualSignals = signals
     }
     return handled

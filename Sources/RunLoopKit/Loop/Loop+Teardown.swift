@@ -39,7 +39,10 @@ extension Loop {
       items += unscheduledItems.removeAll()
       // The drain's spare buffer goes too (room for up to `drainBufferLimit` blocks): an item
       // kept after teardown keeps this loop object alive.
+      // Sources signalled since the last pass: invalidated below, never to be performed.
+      signalInbox.take(swapping: &inboxBuffer)
       let retired: [Any] = [
+        inboxBuffer,
         Array(modes.values), blocks, deferredBlocks, spareBatch as Any, firingTimers,
         executorStorage as Any, jobs.executor as Any, spareEpoll as Any, witnesses as Any,
       ]
@@ -54,6 +57,7 @@ extension Loop {
       blocks = []
       deferredBlocks = []
       firingTimers = []
+      inboxBuffer = []
       return (callouts, items, retired)
     }
     // No new eventfd write can be reserved now (tornDown is set); close() lets those already

@@ -119,6 +119,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let thread: pthread_t
   /// The kernel thread id of the owner, for messages.
   let threadID: pid_t
+  /// Whether the owner is the process's main thread (its thread id is the process id): only
+  /// that loop serves the main queue. Kept, so a run makes no `getpid`/`gettid` calls.
+  let isMainThreadLoop: Bool
   /// The owner's name when the loop was created (a resident thread names itself first).
   let threadName: String?
   @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
@@ -140,8 +143,12 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
   /// it waits (the one field `lock` does not guard).
   @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()
-  /// The manual-source phase's list, kept between passes as `readyBuffer` is.
-  @exclusivity(unchecked) var manualSourceBuffer: [(source: ManualSource, sequence: UInt64)] = []
+  /// Manual sources signalled since the loop last looked (see `SignalInbox`), and the buffer
+  /// the last look swapped out of it, kept for the next.
+  let signalInbox = SignalInbox()
+  @exclusivity(unchecked) var inboxBuffer: [ManualSource] = []
+  /// Stamps entries of the ready heaps (see `ReadySources.Entry.stamp`). Under the lock.
+  @exclusivity(unchecked) var readyStamps: UInt64 = 0
   /// When the outermost active run started, and when the current sleep began: `metrics`
   /// adds the time since to `timeRunning` and `timeAsleep`, so a loop that never returns
   /// from `run` (a resident thread's) still reports true figures.
@@ -199,6 +206,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   init(thread: pthread_t, threadID: pid_t, virtualClock: VirtualClock? = nil) {
     self.thread = thread
     self.threadID = threadID
+    self.isMainThreadLoop = virtualClock == nil && threadID == getpid()
     self.threadName = ThreadName.of(thread)
     self.virtualClock = virtualClock
     // Out of descriptors, the loop exists without it; its first mode makes it or throws.
@@ -294,15 +302,17 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     _ name: Mode, until deadline: LoopClock.Instant?, _ returnAfterSourceHandled: Bool,
     onePass: Bool
   ) -> RunResult {
-    serveMainQueueIfMainThread()
+    if isMainThreadLoop { serveMainQueueIfMainThread() }
     // An empty (or missing) mode returns at once without telling any observer, as in CF.
-    guard let mode = lock.withLock({ liveModeLocked(name) }) else {
-      traceSink(name, runsBelow: 1)?.record(.returned(.finished))
-      return .finished
-    }
-    lock.withLock {
+    let live = lock.withLock { () -> ModeState? in
+      guard let mode = liveModeLocked(name) else { return nil }
       if frames.isEmpty { beginOutermostRunLocked() }
       frames.append(RunFrame(mode: name))
+      return mode
+    }
+    guard let mode = live else {
+      traceSink(name, runsBelow: 1)?.record(.returned(.finished))
+      return .finished
     }
     notifyObservers(.entry, in: mode)
     let result = iterate(
@@ -331,9 +341,12 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     onePass: Bool
   ) -> RunResult {
     // A stop requested by an entry observer ends the run before its first pass.
-    if takeStopRequest() { return .stopped }
+    if let ended = lock.withLock({
+      endOrBeginPassLocked(mode, checkingEmpty: false, beginning: true)
+    }) {
+      return ended
+    }
     while true {
-      beginPass()
       notifyObservers(.beforeTimers, in: mode)
       notifyObservers(.beforeSources, in: mode)
       performBlocks(in: mode)
@@ -358,16 +371,24 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
 
       if sourceHandled && returnAfterSourceHandled { return .handledSource }
       if let deadline, deadline <= now { return .timedOut }
-      if takeStopRequest() { return .stopped }
-      if lock.withLock({ isEmptyLocked(mode) }) { return .finished }
-      if onePass { return .timedOut }
+      if let ended = lock.withLock({
+        endOrBeginPassLocked(mode, checkingEmpty: true, beginning: !onePass)
+      }) {
+        return ended
+      }
     }
   }
 
   // MARK: - Helpers for the run path
 
-  func requireOwnThread(for operation: String) {
+  /// The message is built only when the check fails (a run used to build it every time).
+  @inline(__always)
+  func requireOwnThread(for operation: @autoclosure () -> String) {
     if pthread_equal(pthread_self(), thread) != 0 { return }
+    wrongThread(operation())
+  }
+
+  private func wrongThread(_ operation: String) -> Never {
     fatalError(
       """
       RunLoopKit: Loop.\(operation) was called on \(ThreadName.current), but this loop \
@@ -376,20 +397,23 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       """)
   }
 
-  private func takeStopRequest() -> Bool {
-    lock.withLock {
-      guard let last = frames.indices.last, frames[last].stopRequested else { return false }
+  /// The end of one pass and the start of the next, in one hold of the lock (nothing runs
+  /// between them): the run ends if a stop was requested or, when `checkingEmpty`, if the
+  /// mode has emptied; otherwise the next pass begins, and a wake-up requested before this
+  /// point is answered by it. Not `beginning` (a `VirtualLoop.step()`'s one pass), the run
+  /// ends `.timedOut` instead. Returns how the run ends, or nil to go on.
+  private func endOrBeginPassLocked(
+    _ mode: ModeState, checkingEmpty: Bool, beginning: Bool
+  ) -> RunResult? {
+    if let last = frames.indices.last, frames[last].stopRequested {
       frames[last].stopRequested = false
-      return true
+      return .stopped
     }
-  }
-
-  /// A wake-up requested before this point is answered by the pass that starts now.
-  private func beginPass() {
-    lock.withLock {
-      wakeRequested = false
-      wakePending.store(false, ordering: .relaxed)
-      counters.passes += 1
-    }
+    if checkingEmpty && isEmptyLocked(mode) { return .finished }
+    guard beginning else { return .timedOut }
+    wakeRequested = false
+    wakePending.store(false, ordering: .relaxed)
+    counters.passes += 1
+    return nil
   }
 }

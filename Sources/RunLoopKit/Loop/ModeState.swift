@@ -18,6 +18,11 @@ final class ModeState {
   let timerFD: TimerFD
 
   let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
+  /// The signalled ones among them, by order then signal time.
+  let ready = ReadySources()
+  /// How many times the manual-source phase took the lock to look for ready sources (for
+  /// tests: a quiet mode is not looked at again until something is signalled).
+  @exclusivity(unchecked) var manualLooks = 0
   /// Registered descriptor sources, by epoll token.
   let descriptors = DescriptorTable()
   /// The tokens of the registrations whose handler was called since this mode's last wait,

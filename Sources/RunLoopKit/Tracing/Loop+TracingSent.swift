@@ -7,36 +7,23 @@ import Glibc
 /// published, so the instant never comes after what it caused, and the rest (thread name,
 /// the loop's mode, the tracer's lock) waits until it is out, so tracing does not delay it.
 extension Loop {
-  /// `ManualSource.signal()` marked one of this loop's sources: moves the count a pass looks
-  /// at and, when the signal is to be traced, returns the loop and the time (nil when only
-  /// an embedding is to be woken). Called under the source's lock, which the loop takes to
-  /// perform the source: the time precedes the perform.
-  /// Also returns the loop when it is embedded in a host's loop and asleep between passes
-  /// (`signalSent(_:at:)` then wakes it: the host must hear of the signal).
-  /// The count and the embedded check are sequentially consistent, against `idleLocked`,
-  /// which sets `embeddedIdle` and then reads the count: one of the two sees the other (on
-  /// x86 the add is a locked instruction either way, and the load a plain one).
+  /// `ManualSource.signal()` set the flag of one of this loop's sources (outside the source's
+  /// lock): hands the source to the inbox, then moves the count a pass looks at, records the
+  /// signal if the loop is traced, and wakes the loop if it is embedded in a host's loop and
+  /// asleep between passes (the host must hear of the signal).
+  ///
+  /// The count moves after the append, so a pass that reads the new count finds the source in
+  /// the inbox. The count and the embedded check are sequentially consistent, against
+  /// `idleLocked`, which sets `embeddedIdle` and then reads the count: one of the two sees the
+  /// other (on x86 the add is a locked instruction either way, and the load a plain one).
   @inline(__always)
-  func countSignal() -> (loop: Loop, at: LoopClock.Instant?)? {
-    if tracing.load(ordering: .relaxed) { return countTracedSignal() }
+  func sourceSignalled(_ source: ManualSource) {
+    // Read before the source is handed over, so the instant never comes after the perform.
+    let at = tracing.load(ordering: .relaxed) ? now : nil
+    signalInbox.append(source)
     manualSignals.add(1, ordering: .sequentiallyConsistent)
-    guard embeddedIdle.load(ordering: .sequentiallyConsistent) else { return nil }
-    return (self, nil)
-  }
-
-  /// After `countSignal()` returned this loop, outside the source's lock: records the signal
-  /// if traced, and wakes an embedded loop asleep between its host's passes.
-  func signalSent(_ source: ManualSource, at: LoopClock.Instant?) {
     if let at { traceSignalSent(source, at: at) }
     if embeddedIdle.load(ordering: .sequentiallyConsistent) { wakeUp() }
-  }
-
-  private func countTracedSignal() -> (loop: Loop, at: LoopClock.Instant?)? {
-    // Whose thread this is gets asked after the unlock: `isCurrent` may take the registry's
-    // lock, or a virtual clock's, neither of which is to be taken under a leaf lock.
-    let at = now
-    manualSignals.add(1, ordering: .sequentiallyConsistent)
-    return (self, at)
   }
 
   /// `ManualSource.signal()` marked one of this loop's sources at `at` while it was traced.
