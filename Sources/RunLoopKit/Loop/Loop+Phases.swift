@@ -17,7 +17,7 @@ extension Loop {
     // Kept for the observers' callouts only when there are any: holding it costs.
     let sink = traceSink(mode.mode)
     sink?.record(.activity(activity))
-    let observers = lock.withLock { mode.observers.filter { $0.activities.contains(activity) } }
+    let observers = lock.withLock { mode.observers(of: activity) }
     for observer in observers {
       // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted, which
       // allocates a thunk on every call.

@@ -133,15 +133,40 @@ final class ModeState {
     return sorted
   }
 
+  /// The observers of one activity, in the order they are told: built from `observers` on
+  /// the first notification of that activity after a change, so a pass notifying an activity
+  /// visits only the observers that want it, not every observer of the mode.
+  /// Indexed by the activity's bit (a notification is of one activity).
+  private var observersByActivity = [[LoopObserver]?](repeating: nil, count: UInt.bitWidth)
+
+  func observers(of activity: Loop.Activity) -> [LoopObserver] {
+    let bit = activity.rawValue.trailingZeroBitCount
+    guard activity.rawValue.nonzeroBitCount == 1 else {
+      return observers.filter { $0.activities.contains(activity) }
+    }
+    if let list = observersByActivity[bit] { return list }
+    let list = observers.filter { $0.activities.contains(activity) }
+    observersByActivity[bit] = list
+    return list
+  }
+
+  /// The sorted lists are rebuilt on their next use (in place: an add allocates no table).
+  private func forgetObserverOrder() {
+    sortedObservers = nil
+    for bit in observersByActivity.indices where observersByActivity[bit] != nil {
+      observersByActivity[bit] = nil
+    }
+  }
+
   func insertObserver(_ observer: LoopObserver) {
     guard observerSet.insert(observer) else { return }
-    sortedObservers = nil
+    forgetObserverOrder()
     countActivities(of: observer, by: 1)
   }
 
   func removeObserver(_ observer: LoopObserver) {
     guard observerSet.remove(observer) else { return }
-    sortedObservers = nil
+    forgetObserverOrder()
     countActivities(of: observer, by: -1)
   }
 
