@@ -34,7 +34,13 @@ extension Loop {
     let source = DescriptorSource(
       fileDescriptor: fd, label: "main queue", interest: .readable, order: .min,
       onTeardown: nil, isMainQueue: true
-    ) { [weak self] _, _ in self?.serveMainQueue(fd) }
+    ) {
+      // Unowned, not weak: a weak reference gives the loop a side table, which sends every
+      // retain and release of `Loop.main` down the runtime's slow path (callgrind: ~250
+      // instructions a pass). Only this loop calls the handler, and its teardown invalidates
+      // the source (releasing the handler) before the loop can go.
+      [unowned self] _, _ in self.serveMainQueue(fd)
+    }
     do {
       try add(source, to: .common)
     } catch {

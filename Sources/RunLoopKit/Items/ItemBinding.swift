@@ -4,8 +4,9 @@
 final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lock`
   /// A shared stripe (`LockStripes`), as a timer's is: a mutex of its own per item was two
   /// more allocations per source made, and two more cache misses per signal and per perform
-  /// once a loop holds many sources. Unowned: the stripes live as long as the process.
-  unowned(unsafe) let lock: Lock = LockStripes.lock(for: SignalClock.next())
+  /// once a loop holds many sources. A strong reference, though the stripes live as long as
+  /// the process: through an unowned one every use retained and released the lock.
+  let lock: Lock = LockStripes.lock(for: SignalClock.next())
   /// Guarded by `lock` (so the runtime's exclusivity check, on the path of every delivery,
   /// is left out).
   @exclusivity(unchecked) private var state = BindingState()

@@ -28,7 +28,9 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   @exclusivity(unchecked) private(set) var signalSequence: UInt64 = 0
   /// A mode this source is in, and where the source sits in that mode's ready heap.
   struct Slot {
-    let mode: ModeState
+    /// Unowned: a source leaves every mode before the loop lets the mode go (teardown detaches
+    /// every item first), and reading it on each heap move then costs no reference counting.
+    unowned(unsafe) let mode: ModeState
     var readyIndex = ReadySources.absent
   }
   /// The modes this source is in. Guarded by the owner loop's lock.

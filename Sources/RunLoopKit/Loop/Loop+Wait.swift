@@ -66,13 +66,29 @@ extension Loop {
       return waitVirtually(in: mode, until: deadline, poll: poll, on: virtualClock)
     }
     // The set is held for the whole wait: a rebuild may swap the mode's set meanwhile.
-    let (epoll, policy) = prepareToWait(in: mode)
-    let spin = poll ? SpinOutcome() : spinIfAsked(policy, on: epoll, until: deadline)
-    // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read only
-    // when the window ran out, on the way to a sleep.)
-    let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
-    let commitment = commitToWait(
-      poll: poll || spunOut, spun: spin.found != nil, in: mode, until: deadline)
+    let epoll: Epoll
+    let policy: WaitPolicy
+    let spin: SpinOutcome
+    let commitment: Commitment
+    runDrainsBeforeWait()
+    if poll {
+      // No spin comes between preparing and committing: one hold of the lock does both.
+      lock.lock()
+      (epoll, policy) = prepareToWaitLocked(in: mode)
+      commitment = commitToWaitLocked(poll: true, spun: false, in: mode, until: deadline)
+      lock.unlock()
+      spin = SpinOutcome()
+    } else {
+      (epoll, policy) = lock.withLock { prepareToWaitLocked(in: mode) }
+      spin = spinIfAsked(policy, on: epoll, until: deadline)
+      // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read
+      // only when the window ran out, on the way to a sleep.)
+      let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
+      commitment = lock.withLock {
+        commitToWaitLocked(
+          poll: spunOut, spun: spin.found != nil, in: mode, until: deadline)
+      }
+    }
     let wait =
       spin.found == nil
       ? waitInKernel(on: epoll, of: mode, until: deadline, as: commitment)
@@ -101,11 +117,22 @@ extension Loop {
   /// timeout cannot carry it) and drains the wake-up eventfd; returns the set to wait on and
   /// the policy to wait by.
   func prepareToWait(in mode: ModeState) -> (Epoll, WaitPolicy) {
+    runDrainsBeforeWait()
+    return lock.withLock { prepareToWaitLocked(in: mode) }
+  }
+
+  /// The first half of `prepareToWait`, run before the lock is taken.
+  private func runDrainsBeforeWait() {
     if !drainsBeforeWait.isEmpty {
       for source in drainsBeforeWait { source.beforeNextWait?() }
       drainsBeforeWait.removeAll(keepingCapacity: true)
     }
-    return lock.withLock {
+  }
+
+  /// The second half of `prepareToWait`, under the lock.
+  @inline(__always)
+  private func prepareToWaitLocked(in mode: ModeState) -> (Epoll, WaitPolicy) {
+    do {
       checkCalledSourcesLocked(in: mode)
       mode.prepareTimer(arming: timerFDNeededLocked(mode))
       // The wake-up eventfd is drained here, before the next wait, rather than right after
@@ -145,10 +172,10 @@ extension Loop {
   // Inlined into its one caller: called, it cost a zero-length pass 26 more instructions
   // (callgrind), once a helper it calls made the compiler stop inlining it.
   @inline(__always)
-  private func commitToWait(
+  private func commitToWaitLocked(
     poll: Bool, spun: Bool, in mode: ModeState, until deadline: LoopClock.Instant?
   ) -> Commitment {
-    lock.withLock {
+    do {
       var poll = poll
       if wakeRequested {
         wakeRequested = false
