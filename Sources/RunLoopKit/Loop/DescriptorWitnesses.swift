@@ -10,8 +10,9 @@ import Glibc
 /// inode), and a `dup` kept to hold a file would keep it open after the user's close. What can
 /// tell them apart is epoll itself: it keys a registration by file *and* number, and drops it
 /// when the file is closed everywhere. So each source's file is pinned by a registration in an
-/// epoll set of the loop's own that nobody waits on (the witness set): `epoll_ctl(MOD)` on it
-/// by the number succeeds only while the number names a file pinned under that number.
+/// epoll set of the loop's own that nobody waits on (the witness set): registering the number
+/// there again (`epoll_ctl(ADD)`) fails with EEXIST only while the number names a file pinned
+/// under that number (see `Epoll.stillHolds`).
 ///
 /// A pin whose number was closed while its file stayed open elsewhere (a `dup`, a child
 /// process) cannot be removed by that number — `DEL` names whatever file the number names
@@ -104,7 +105,7 @@ final class DescriptorWitnesses {
     return id
   }
 
-  /// Whether `fd` still names the file that `witness` pinned. One `epoll_ctl(MOD)`, and an
+  /// Whether `fd` still names the file that `witness` pinned. One `epoll_ctl(ADD)`, and an
   /// `fstat` where an earlier pin may linger.
   func names(_ fd: Int32, witness: UInt64) -> Bool {
     guard fd >= 0, Int(fd) < slots.count, slots[Int(fd)].witness == witness else { return false }
@@ -113,7 +114,7 @@ final class DescriptorWitnesses {
 
   /// `names` for the pin on `fd`, asked of the kernel.
   private func confirms(_ fd: Int32, _ witness: UInt64) -> Bool {
-    guard set.isRegistered(fd, events: 0, token: witness) else { return false }
+    guard set.stillHolds(fd) else { return false }
     guard slots[Int(fd)].lingering else { return true }
     guard let identity = identities[fd] else { return false }
     return FileIdentity(of: fd) == identity
