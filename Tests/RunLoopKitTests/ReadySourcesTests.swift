@@ -127,5 +127,36 @@ extension RunLoopKitTests {
         #expect(performed.value == 1)
       }
     }
+
+    @Test(
+      "102. Two threads signalling 1 000 sources at random with signalAndWake, 100 000 times, while the loop runs: every source signalled is performed and none is left signalled (no wake-up lost to the unlocked check)"
+    )
+    func test_102_noSignalLostAcrossThreads() throws {
+      let count = 1_000
+      let performed = Counter()
+      let thread = LoopThread { loop in loop.run(for: .seconds(60)) }
+      var sources: [ManualSource] = []
+      for _ in 0..<count {
+        let source = ManualSource { performed.increment() }
+        try thread.loop.add(source, to: .default)
+        sources.append(source)
+      }
+      thread.start()
+      let all = sources
+      let signallers = (0..<2).map { seed in
+        TestThread {
+          var generator = SplitMixGenerator(seed: UInt64(102 + seed))
+          for _ in 0..<50_000 {
+            all[Int.random(in: 0..<count, using: &generator)].signalAndWake()
+          }
+        }
+      }
+      for signaller in signallers { signaller.join() }
+      // A wake-up lost for good leaves a source signalled while the loop sleeps for 60 s.
+      #expect(waitUntil(seconds: 10) { all.allSatisfy { !$0.isSignalled } })
+      #expect(performed.value > 0)
+      try thread.loop.perform { thread.loop.stop() }
+      thread.join()
+    }
   }
 }

@@ -97,8 +97,7 @@ extension Loop {
     guard !tornDown, frames.isEmpty, !embeddedIdle.load(ordering: .relaxed) else { return .none }
     mode.prepareTimer(arming: true)
     let requested = wakeRequested
-    wakeRequested = false
-    wakePending.store(false, ordering: .relaxed)
+    clearWakeRequestLocked()
     sleeping = true
     sleepingOnFutex = false
     // Not a sleep of the loop's own: the host does its work meanwhile, and no run is active

@@ -151,7 +151,8 @@ extension Loop {
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
     // Nothing signalled since this mode last looked and found nothing: looking again would
     // take the lock for nothing (a resident thread's keep-alive source made every pass do so).
-    let signals = manualSignals.load(ordering: .acquiring)
+    // Sequentially consistent: see `wakeUp`, whose skipped wake-up this look answers.
+    let signals = manualSignals.load(ordering: .sequentiallyConsistent)
     if mode.quietManualSignals == signals { return false }
     // Taken before the lock (it takes the lock itself when a tracer is attached).
     let sink = traceSink(mode.mode)

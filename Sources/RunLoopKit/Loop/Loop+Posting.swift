@@ -99,6 +99,15 @@ extension Loop {
   /// syscall happens outside the lock because the loop it wakes takes that lock first thing:
   /// waking it while holding the lock would make the woken thread block on the lock straight
   /// away and be woken a second time (measured: several microseconds per wake).
+  /// Answers the wake-up asked for, if any (see `wakeUp` for the ordering).
+  @inline(__always)
+  func clearWakeRequestLocked() {
+    wakeRequested = false
+    if wakePending.load(ordering: .relaxed) {
+      wakePending.store(false, ordering: .sequentiallyConsistent)
+    }
+  }
+
   func requestWakeLocked() -> WakeSignal {
     guard !tornDown else { return .none }
     guard sleeping else {

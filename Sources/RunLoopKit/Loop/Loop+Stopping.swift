@@ -28,6 +28,13 @@ extension Loop {
   /// is dropped, as `CFRunLoopWakeUp`'s is: it does not make a later run return early or skip
   /// its first sleep. Safe from any thread.
   public func wakeUp() {
+    // A wake-up asked for and not answered yet: the loop looks again before it sleeps, so
+    // this one has nothing to add, and a thread signalling flat out does not contend for the
+    // loop's lock with every call. Sequentially consistent against the clearing
+    // (`clearWakeRequestLocked`), which a pass follows with its look at the signal count:
+    // either this load sees the clearing, and takes the lock, or that look sees what the
+    // caller signalled before calling.
+    if wakePending.load(ordering: .sequentiallyConsistent) { return }
     send(lock.withLock { requestWakeLocked() })
   }
 

@@ -178,8 +178,7 @@ extension Loop {
     do {
       var poll = poll
       if wakeRequested {
-        wakeRequested = false
-        wakePending.store(false, ordering: .relaxed)
+        clearWakeRequestLocked()
         poll = true
       }
       sleeping = !poll && !spun

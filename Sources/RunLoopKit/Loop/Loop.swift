@@ -411,8 +411,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
     }
     if checkingEmpty && isEmptyLocked(mode) { return .finished }
     guard beginning else { return .timedOut }
-    wakeRequested = false
-    wakePending.store(false, ordering: .relaxed)
+    clearWakeRequestLocked()
     counters.passes += 1
     return nil
   }

@@ -31,8 +31,7 @@ extension Loop {
       // and the caller would spin. A nested run's return asks the outer run to look again,
       // which is not work from outside: inside a run it is only forgotten.
       if wakeRequested {
-        wakeRequested = false
-        wakePending.store(false, ordering: .relaxed)
+        clearWakeRequestLocked()
         if frames.isEmpty { return false }
       }
       // Work another thread made runnable since the last pass, while no wait was there to

@@ -15,8 +15,7 @@ extension Loop {
     let poll = lock.withLock { () -> Bool in
       if posted.hasWaiting || !blocks.isEmpty { return true }
       guard wakeRequested else { return asked }
-      wakeRequested = false
-      wakePending.store(false, ordering: .relaxed)
+      clearWakeRequestLocked()
       return true
     }
     // Descriptors first: one ready now ends the sleep before any time passes.
