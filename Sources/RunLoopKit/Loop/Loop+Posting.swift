@@ -118,6 +118,13 @@ extension Loop {
     guard !wakeWritten else { return .none }
     wakeWritten = true
     wakeWrites += 1
+    // Until the woken wait is sorted out (`sortOutWake` clears it), later wake-ups need not
+    // take the lock to find this one sent (see `wakeUp`). Not for a loop whose wake may be
+    // answered without a pass that clears it: an embedding between its host's passes, a
+    // virtual loop's wait.
+    if embeddedMode == nil && virtualClock == nil {
+      wakePending.store(true, ordering: .releasing)
+    }
     // The adaptive policy learns when work arrived, not when the woken loop saw it.
     if policy == .adaptive { wakeAskedAt = .now }
     if sleepingOnFutex {

@@ -14,6 +14,11 @@ extension Loop {
     let found = spin.found
     lock.withLock {
       sleeping = false
+      // A wake-up sent to this wait is answered now; one asked for since (`wakeRequested`)
+      // still waits for the next pass. Sequentially consistent: see `wakeUp`.
+      if !wakeRequested && wakePending.load(ordering: .relaxed) {
+        wakePending.store(false, ordering: .sequentiallyConsistent)
+      }
       asleep.store(false, ordering: .relaxed)
       sleepStart = nil
       sleepingOnFutex = false
