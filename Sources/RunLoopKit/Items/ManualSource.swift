@@ -4,7 +4,9 @@
 ///
 /// Differences from CF: callbacks are Swift closures instead of a context struct; the
 /// source is bound to the first loop it is added to (CF lets a version-0 source join several
-/// loops); adding it to a second loop throws.
+/// loops); adding it to a second loop throws. CF finds the signalled sources of a pass by
+/// walking every source of the mode; here `signal()` hands the source to its loop, and a pass
+/// looks only at what was signalled (`ReadySources`), however many sources the mode holds.
 public final class ManualSource: @unchecked Sendable {  // state under binding.lock / the loop lock
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
