@@ -36,7 +36,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     var readyIndex = ReadySources.absent
   }
   /// The modes this source is in. Guarded by the owner loop's lock.
-  @exclusivity(unchecked) var slots: [Slot] = []
+  @exclusivity(unchecked) var slots = ManualSourceSlots()
 
   /// - Parameters:
   ///   - label: a name for traces and `debugDescription`.
