@@ -93,9 +93,11 @@ struct async_loop {
   _Atomic int quit;
   _Atomic int running;  // setup is done and the loop runs (or setup failed: see error)
   _Atomic int64_t events;
+  _Atomic int64_t passes;
   struct async_handle all;  // sentinel of the list of every handle
   struct async_handle **handles;
   int count;
+  int cpu;
   int eventfd;
   int epoll;
   int error;
@@ -125,6 +127,7 @@ static void async_send(struct async_loop *loop, struct async_handle *handle) {
 
 static void *async_loop_main(void *arg) {
   struct async_loop *loop = arg;
+  crb_pin_self(loop->cpu);
   loop->all.prev = loop->all.next = &loop->all;
   int64_t start = crb_now_ns();
   for (int index = 0; index < loop->count; index++) {
@@ -148,6 +151,7 @@ static void *async_loop_main(void *arg) {
   atomic_store_explicit(&loop->running, 1, memory_order_release);
 
   while (!loop->error && !atomic_load_explicit(&loop->quit, memory_order_relaxed)) {
+    atomic_fetch_add_explicit(&loop->passes, 1, memory_order_relaxed);
     struct async_handle *taken = atomic_exchange_explicit(&loop->ready, NULL, memory_order_acquire);
     if (taken) {
       // The stack holds the newest push first: turn it round, so handles run in send order.
@@ -195,12 +199,13 @@ static void *async_loop_main(void *arg) {
   return NULL;
 }
 
-int crb_async_handles(int handles, int64_t window_ns, uint64_t seed,
+int crb_async_handles(int handles, int64_t window_ns, uint64_t seed, int loop_cpu,
                       struct crb_async_figures *out) {
   if (handles < 1) return EINVAL;
   struct async_loop *loop = calloc(1, sizeof *loop);
   if (!loop) return ENOMEM;
   loop->count = handles;
+  loop->cpu = loop_cpu;
   // The table the sender picks from is made before setup, as the Swift side reserves its array.
   loop->handles = malloc(sizeof(struct async_handle *) * (size_t)handles);
   int error = loop->handles ? open_epoll_with_eventfd(&loop->epoll, &loop->eventfd) : ENOMEM;
@@ -222,11 +227,13 @@ int crb_async_handles(int handles, int64_t window_ns, uint64_t seed,
 
   int64_t events = 0;
   int64_t sends = 0;
+  int64_t passes = 0;
   int64_t start = crb_now_ns();
   int64_t now = start;
   if (!loop->error) {
     uint64_t state = seed;
     int64_t before = atomic_load_explicit(&loop->events, memory_order_acquire);
+    int64_t passes_before = atomic_load_explicit(&loop->passes, memory_order_relaxed);
     int64_t deadline = start + window_ns;
     do {
       async_send(loop, loop->handles[below(splitmix_next(&state), (uint64_t)handles)]);
@@ -234,6 +241,7 @@ int crb_async_handles(int handles, int64_t window_ns, uint64_t seed,
       now = crb_now_ns();
     } while (now < deadline);
     events = atomic_load_explicit(&loop->events, memory_order_acquire) - before;
+    passes = atomic_load_explicit(&loop->passes, memory_order_relaxed) - passes_before;
   }
 
   atomic_store_explicit(&loop->quit, 1, memory_order_seq_cst);
@@ -242,6 +250,7 @@ int crb_async_handles(int handles, int64_t window_ns, uint64_t seed,
   error = loop->error;
   *out = (struct crb_async_figures){.events = events,
                                     .sends = sends,
+                                    .passes = passes,
                                     .window_ns = now - start,
                                     .setup_ns = loop->setup_ns,
                                     .close_ns = loop->close_ns};
@@ -357,6 +366,7 @@ void crb_pingpong_close(int count, const int *near, const int *far) {
 // returned data, until its quit eventfd is written. Both the far side and the C near side.
 struct echo_loop {
   pthread_t thread;
+  int cpu;
   int epoll;
   int quit;  // an eventfd in the set; its number is its epoll data
   _Atomic int64_t echoed;
@@ -364,6 +374,7 @@ struct echo_loop {
 
 static void *echo_main(void *arg) {
   struct echo_loop *loop = arg;
+  crb_pin_self(loop->cpu);
   struct epoll_event events[128];
   for (;;) {
     int ready = epoll_wait(loop->epoll, events, 128, -1);
@@ -387,9 +398,10 @@ static void *echo_main(void *arg) {
   }
 }
 
-static int echo_loop_start(const int *fds, int count, struct echo_loop **out) {
+static int echo_loop_start(const int *fds, int count, int cpu, struct echo_loop **out) {
   struct echo_loop *loop = calloc(1, sizeof *loop);
   if (!loop) return ENOMEM;
+  loop->cpu = cpu;
   loop->epoll = loop->quit = -1;
   int error = open_epoll_with_eventfd(&loop->epoll, &loop->quit);
   for (int index = 0; index < count && error == 0; index++) {
@@ -421,10 +433,10 @@ struct crb_echo {
   struct echo_loop *loop;
 };
 
-int crb_echo_start(const int *far, int count, struct crb_echo **out) {
+int crb_echo_start(const int *far, int count, int cpu, struct crb_echo **out) {
   struct crb_echo *echo = malloc(sizeof *echo);
   if (!echo) return ENOMEM;
-  int error = echo_loop_start(far, count, &echo->loop);
+  int error = echo_loop_start(far, count, cpu, &echo->loop);
   if (error != 0) {
     free(echo);
     return error;
@@ -438,10 +450,10 @@ void crb_echo_stop(struct crb_echo *echo) {
   free(echo);
 }
 
-int crb_pingpong_near(const int *near, int count, int64_t window_ns, int64_t *count_out,
-                      int64_t *elapsed_ns) {
+int crb_pingpong_near(const int *near, int count, int cpu, int64_t window_ns,
+                      int64_t *count_out, int64_t *elapsed_ns) {
   struct echo_loop *loop;
-  int error = echo_loop_start(near, count, &loop);
+  int error = echo_loop_start(near, count, cpu, &loop);
   if (error != 0) return error;
   sample_window(&loop->echoed, window_ns, count_out, elapsed_ns);
   echo_loop_stop(loop);

@@ -41,6 +41,9 @@ struct ManualSourceScaling: Codable {
   let eventsPerSecond: ScalingFigure
   /// `signalAndWake()` calls (C: sends) the signalling thread made per second.
   let signalsPerSecond: ScalingFigure
+  /// The loop's passes per second meanwhile (`loop.metrics.passes`; C: turns of its loop, each
+  /// a take of the ready list): events over passes is how much one pass did.
+  let passesPerSecond: ScalingFigure
   /// Making a source and adding it (C: allocating a handle and linking it in), per source.
   let setupNanosecondsPerSource: ScalingFigure
   /// Invalidating every source and then freeing them (C: unlinking and freeing), per source.
@@ -82,6 +85,17 @@ enum ScalingStudy {
   /// opens (first passes fault pages in), as the C floors do (`WARM_UP_NS`).
   static let warmUpNanoseconds: Int64 = 20_000_000
 
+  /// Where the manual-source rows' two threads run: the signalling thread on CPU 0 and the
+  /// measured loop on CPU 1, on both sides, as the wake study's "different CPUs" placement.
+  /// Unpinned, the scheduler sometimes put both on one CPU for a whole window (a wake-up pulls
+  /// the woken thread next to its waker), and a row's rounds then differed by up to 40× (the
+  /// C floor's) or ran in another regime altogether (ours). The ping-pong's two ends share
+  /// CPU 1 instead: libuv runs both ends on one loop, and across CPUs one pair's round trip is
+  /// two inter-processor wakes of an idle vCPU, which hides the loop's own cost. The
+  /// single-threaded rows (passes, zero-length runs) run unpinned.
+  static let senderCPU = Placement.available.contains(.crossCPU) ? Placement.crossCPU.posterCPU : -1
+  static let loopCPU = Placement.available.contains(.crossCPU) ? Placement.crossCPU.targetCPU : -1
+
   static func run(_ options: Options, progress: Progress) throws -> ScalingResult {
     let counts = options.scalingSourceCounts
     let pairCounts = [1, 10, 100]
@@ -92,6 +106,7 @@ enum ScalingStudy {
     typealias Round = (ours: Double, c: Double, cFirst: Bool)
     var events = [[Round]](repeating: [], count: counts.count)
     var signals = events
+    var passes = events
     var setup = events
     var close = events
     var busy: [Round] = []
@@ -102,6 +117,9 @@ enum ScalingStudy {
       let cFirst = round % 2 == 1
       for (index, count) in counts.enumerated() {
         let seed = UInt64(1_000 * round + index + 1)
+        // This thread signals: pinned for the row, then free again for the rows after it.
+        _ = crb_pin_self(senderCPU)
+        defer { _ = crb_pin_self(-1) }
         let (ours, c) = try inOrder(cFirst) {
           try manualSources(count, window: signalWindow, seed: seed)
         } c: {
@@ -109,15 +127,16 @@ enum ScalingStudy {
         }
         events[index].append((ours.eventsPerSecond, c.eventsPerSecond, cFirst))
         signals[index].append((ours.signalsPerSecond, c.signalsPerSecond, cFirst))
+        passes[index].append((ours.passesPerSecond, c.passesPerSecond, cFirst))
         setup[index].append((ours.setupPerSource, c.setupPerSource, cFirst))
         close[index].append((ours.closePerSource, c.closePerSource, cFirst))
       }
-      let passes = try inOrder(cFirst) {
+      let busyRates = try inOrder(cFirst) {
         try busyPasses(window: window).perSecond
       } c: {
         try cWindowed("crb_busy_passes") { crb_busy_passes(window, $0, $1) }.perSecond
       }
-      busy.append((passes.ours, passes.c, cFirst))
+      busy.append((busyRates.ours, busyRates.c, cFirst))
       let runs = try inOrder(cFirst) {
         try zeroLengthRuns(window: window).nanosecondsEach
       } c: {
@@ -140,6 +159,7 @@ enum ScalingStudy {
         ManualSourceScaling(
           sources: counts[index], eventsPerSecond: ScalingFigure(events[index]),
           signalsPerSecond: ScalingFigure(signals[index]),
+          passesPerSecond: ScalingFigure(passes[index]),
           setupNanosecondsPerSource: ScalingFigure(setup[index]),
           closeNanosecondsPerSource: ScalingFigure(close[index]))
       },
@@ -169,6 +189,7 @@ enum ScalingStudy {
   struct ManySources {
     let eventsPerSecond: Double
     let signalsPerSecond: Double
+    let passesPerSecond: Double
     let setupPerSource: Double
     let closePerSource: Double
   }
@@ -183,7 +204,7 @@ enum ScalingStudy {
     let performed = TaskCounter()
     let made = Mutex<[ManualSource]>([])
     let costs = Mutex<(setup: Int64, close: Int64)>((0, 0))
-    let sent = try withBareLoop { loop in
+    let sent = try withBareLoop(on: loopCPU) { loop in
       var sources: [ManualSource] = []
       sources.reserveCapacity(count)
       let start = crb_now_ns()
@@ -212,6 +233,7 @@ enum ScalingStudy {
     return ManySources(
       eventsPerSecond: Double(sent.events) / seconds,
       signalsPerSecond: Double(sent.signals) / seconds,
+      passesPerSecond: Double(sent.passes) / seconds,
       setupPerSource: Double(setup) / Double(count), closePerSource: Double(close) / Double(count))
   }
 
@@ -220,12 +242,13 @@ enum ScalingStudy {
   private static func signalAtRandom(
     _ sources: [ManualSource], loop: Loop, window: Int64, seed: UInt64,
     _ performed: TaskCounter
-  ) -> (events: Int, signals: Int, elapsed: Int64) {
+  ) -> (events: Int, signals: Int, passes: UInt64, elapsed: Int64) {
     // The window opens once the loop is inside its run, as the C floor's once its loop runs.
     while loop.currentMode == nil { crb_sleep_ns(100_000) }
     var random = SplitMix(seed: seed)
     let count = UInt64(sources.count)
     let before = performed.value
+    let passesBefore = loop.metrics.passes
     let start = crb_now_ns()
     let deadline = start + window
     var now = start
@@ -236,18 +259,20 @@ enum ScalingStudy {
       signals += 1
       now = crb_now_ns()
     } while now < deadline
-    return (performed.value - before, signals, now - start)
+    let events = performed.value - before
+    return (events, signals, loop.metrics.passes - passesBefore, now - start)
   }
 
   /// The C floor of the manual-source rows (`crb_async_handles`).
   private static func cHandles(_ count: Int, window: Int64, seed: UInt64) throws -> ManySources {
     var figures = crb_async_figures()
-    let error = crb_async_handles(Int32(count), window, seed, &figures)
+    let error = crb_async_handles(Int32(count), window, seed, loopCPU, &figures)
     guard error == 0 else { throw ScalingError(floor: "crb_async_handles", code: error) }
     let seconds = Double(figures.window_ns) / 1e9
     return ManySources(
       eventsPerSecond: Double(figures.events) / seconds,
       signalsPerSecond: Double(figures.sends) / seconds,
+      passesPerSecond: Double(figures.passes) / seconds,
       setupPerSource: Double(figures.setup_ns) / Double(count),
       closePerSource: Double(figures.close_ns) / Double(count))
   }
@@ -266,7 +291,7 @@ enum ScalingStudy {
   /// the loop never sleeps; passes counted over the window.
   private static func busyPasses(window: Int64) throws -> Windowed {
     let passes = TaskCounter()
-    return try withBareLoop { loop in
+    return try withBareLoop(on: -1) { loop in
       let slot = SourceSlot()
       let source = ManualSource(label: nil, order: 0) {
         passes.increment()
@@ -338,7 +363,7 @@ enum ScalingStudy {
   /// One round of the ping-pong with `pairs` socketpairs: one message per pair in flight, the
   /// far ends echoed by one C thread (`crb_echo_start`) that both near sides share, the near
   /// ends served by our loop and by the C floor in turn, on the same pairs (the messages in
-  /// flight carry over). Round trips per second for each.
+  /// flight carry over); both ends on `loopCPU`. Round trips per second for each.
   private static func pingPongRound(
     pairs: Int, window: Int64, cFirst: Bool
   ) throws -> (ours: Double, c: Double) {
@@ -348,7 +373,7 @@ enum ScalingStudy {
     guard error == 0 else { throw ScalingError(floor: "crb_pingpong_open", code: error) }
     defer { crb_pingpong_close(Int32(pairs), near, far) }
     var echo: OpaquePointer?
-    error = crb_echo_start(far, Int32(pairs), &echo)
+    error = crb_echo_start(far, Int32(pairs), loopCPU, &echo)
     guard error == 0 else { throw ScalingError(floor: "crb_echo_start", code: error) }
     defer { crb_echo_stop(echo) }
     let ends = near
@@ -356,7 +381,7 @@ enum ScalingStudy {
       try descriptorSourceNearSide(ends, window: window).perSecond
     } c: {
       try cWindowed("crb_pingpong_near") {
-        crb_pingpong_near(ends, Int32(pairs), window, $0, $1)
+        crb_pingpong_near(ends, Int32(pairs), loopCPU, window, $0, $1)
       }.perSecond
     }
   }
@@ -365,7 +390,7 @@ enum ScalingStudy {
   /// message and writes it back; round trips (reads that returned data) counted over the window.
   private static func descriptorSourceNearSide(_ near: [Int32], window: Int64) throws -> Windowed {
     let trips = TaskCounter()
-    return try withBareLoop { loop in
+    return try withBareLoop(on: loopCPU) { loop in
       var sources: [DescriptorSource] = []
       for fd in near {
         let source = DescriptorSource(fileDescriptor: fd, interest: .readable) { source, _ in
@@ -409,10 +434,12 @@ enum ScalingStudy {
     return Windowed(count: Int64(after - before), elapsed: end - start)
   }
 
-  /// Runs `setup` on a fresh pthread's own loop (`Loop.current`, nothing else on it), then that
-  /// loop in `.default` with no deadline while `body` runs on this thread; then stops the loop
-  /// and runs, on its thread, the teardown `setup` returned. Returns what `body` returned.
+  /// Runs `setup` on a fresh pthread's own loop (`Loop.current`, nothing else on it), pinned to
+  /// `cpu` (-1: any), then that loop in `.default` with no deadline while `body` runs on this
+  /// thread; then stops the loop and runs, on its thread, the teardown `setup` returned.
+  /// Returns what `body` returned.
   private static func withBareLoop<R>(
+    on cpu: Int32,
     _ setup: @escaping @Sendable (Loop) throws -> () -> Void,
     while body: (Loop) throws -> R
   ) throws -> R {
@@ -422,6 +449,7 @@ enum ScalingStudy {
     let left = Atomic<Bool>(false)
     let ready = DispatchSemaphore(value: 0)
     let thread = PosterThread(count: 1) {
+      _ = crb_pin_self(cpu)
       let loop = Loop.current
       let teardown: () -> Void
       do {
@@ -490,6 +518,8 @@ extension Report {
       for \(window) s (C: handles with an atomic pending flag, a lock-free ready list and an \
       eventfd wake). Passes, ping-pong: counted over \(fixed(scaling.windowSeconds, 1)) s \
       (C: an epoll_wait loop; the ping-pong's far ends are one C echo thread for both).
+      Placement: manual sources: the signalling thread on CPU 0, the loop on CPU 1; ping-pong: \
+      both ends on CPU 1 (one CPU, as libuv's one loop); passes, zero-length runs: unpinned.
       """)
     print(
       "\n" + pad("case", 66) + pad("ours", 12, right: true) + pad("C", 12, right: true)
@@ -506,6 +536,9 @@ extension Report {
       let name = "\(grouped(scale.sources)) manual sources"
       row("\(name): events performed/s", scale.eventsPerSecond, formatRate)
       row("\(name): signalAndWake() calls/s (C: sends/s)", scale.signalsPerSecond, formatRate)
+      row(
+        "\(name): loop passes/s meanwhile (C: ready-list takes/s)", scale.passesPerSecond,
+        formatRate)
       row("\(name): setup (make + add), per source", scale.setupNanosecondsPerSource) {
         formatNanoseconds($0)
       }

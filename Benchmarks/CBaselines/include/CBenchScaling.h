@@ -3,6 +3,9 @@
 // cost follows the work that is ready (and not the number of items it holds) shows up as a
 // ratio that does not move with that number.
 //
+// Where a floor has two threads, the caller pins itself (crb_pin_self) and passes the CPU for
+// the floor's own thread (-1: any), as the Swift side pins its loop's thread.
+//
 // The windowed floors (busy passes, ping-pong) measure as the Swift side does: the calling
 // thread waits for the worker's first counted event, lets it run 20 ms more, then reads the
 // count and the clock, sleeps `window_ns`, and reads both again. *count and *elapsed_ns
@@ -18,6 +21,9 @@ struct crb_async_figures {
   int64_t events;
   /// Sends made in that time.
   int64_t sends;
+  /// Turns of the loop in that time: each takes the ready list, and runs what it took or, with
+  /// nothing taken, waits (the counterpart of a pass).
+  int64_t passes;
   /// That time: from just before the first send to the clock reading that ended the window.
   int64_t window_ns;
   /// Allocating every handle and linking it into the loop's list, on the loop's thread.
@@ -27,7 +33,7 @@ struct crb_async_figures {
 };
 
 /// libuv's benchmark-million-async shape, with a ready list instead of a walk. A loop thread
-/// allocates `handles` handles (an atomic pending flag, a ready-list link, a callback and its
+/// (pinned to `loop_cpu`) allocates `handles` handles (an atomic pending flag, a ready-list link, a callback and its
 /// context each) and links each into its list of handles (setup), then loops: it takes the
 /// whole ready list (a lock-free multi-producer stack) in one exchange, and for each handle,
 /// in the order they were pushed, clears its flag and calls its callback (a relaxed atomic
@@ -38,7 +44,7 @@ struct crb_async_figures {
 /// if the loop is asleep and nobody has written since (what `signalAndWake` asks: a wake-up,
 /// sent only to a loop that sleeps). Then the loop stops, and unlinks and frees every handle
 /// (close). Returns 0 or an errno.
-int crb_async_handles(int handles, int64_t window_ns, uint64_t seed,
+int crb_async_handles(int handles, int64_t window_ns, uint64_t seed, int loop_cpu,
                       struct crb_async_figures *out);
 
 /// Passes with work always ready (libuv's loop-count shape): a thread loops on epoll_wait with
@@ -66,19 +72,20 @@ void crb_pingpong_close(int count, const int *near, const int *far);
 /// writes whatever it reads from one back into it.
 struct crb_echo;
 
-/// Starts the echo thread on `far`. Returns 0 or an errno; *out is the handle to stop it with.
-int crb_echo_start(const int *far, int count, struct crb_echo **out);
+/// Starts the echo thread on `far`, pinned to `cpu`. Returns 0 or an errno; *out is the handle
+/// to stop it with.
+int crb_echo_start(const int *far, int count, int cpu, struct crb_echo **out);
 
 /// Stops and joins the echo thread and frees its handle; the descriptors stay open.
 void crb_echo_stop(struct crb_echo *echo);
 
-/// The C floor of the ping-pong's near side: a thread that waits in epoll_wait
+/// The C floor of the ping-pong's near side: a thread (pinned to `cpu`) that waits in epoll_wait
 /// (level-triggered, as a DescriptorSource is) on every near end, reads each ready one and
 /// writes what it read back, counting the reads that returned data (one per round trip: a
 /// pair has one message in flight). Measured as the header says; then the thread is stopped
 /// and its epoll set closed, the descriptors left open with whatever they still hold.
 /// Returns 0 or an errno.
-int crb_pingpong_near(const int *near, int count, int64_t window_ns, int64_t *count_out,
-                      int64_t *elapsed_ns);
+int crb_pingpong_near(const int *near, int count, int cpu, int64_t window_ns,
+                      int64_t *count_out, int64_t *elapsed_ns);
 
 #endif
