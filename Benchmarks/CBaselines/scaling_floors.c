@@ -58,10 +58,17 @@ static void write_eventfd(int fd) {
 }
 
 // The windowed measurement every sampled floor shares (and ScalingStudy mirrors): wait for
-// the first counted event, warm up, then count over `window_ns`.
-static void sample_window(_Atomic int64_t *counter, int64_t window_ns, int64_t *count,
-                          int64_t *elapsed_ns) {
-  while (atomic_load_explicit(counter, memory_order_acquire) == 0) crb_sleep_ns(100000);
+// the first counted event (ETIMEDOUT after FIRST_EVENT_TIMEOUT_NS: a floor that never starts
+// must not hang the bench), warm up, then count over `window_ns`.
+#define FIRST_EVENT_TIMEOUT_NS 5000000000LL
+
+static int sample_window(_Atomic int64_t *counter, int64_t window_ns, int64_t *count,
+                         int64_t *elapsed_ns) {
+  int64_t give_up = crb_now_ns() + FIRST_EVENT_TIMEOUT_NS;
+  while (atomic_load_explicit(counter, memory_order_acquire) == 0) {
+    if (crb_now_ns() > give_up) return ETIMEDOUT;
+    crb_sleep_ns(100000);
+  }
   crb_sleep_ns(WARM_UP_NS);
   int64_t start = crb_now_ns();
   int64_t before = atomic_load_explicit(counter, memory_order_acquire);
@@ -70,6 +77,7 @@ static void sample_window(_Atomic int64_t *counter, int64_t window_ns, int64_t *
   int64_t after = atomic_load_explicit(counter, memory_order_acquire);
   *count = after - before;
   *elapsed_ns = end - start;
+  return 0;
 }
 
 // MARK: many handles, a ready list
@@ -298,7 +306,7 @@ int crb_busy_passes(int64_t window_ns, int64_t *count, int64_t *elapsed_ns) {
   pthread_t thread;
   error = pthread_create(&thread, NULL, busy_main, &handle);
   if (error == 0) {
-    sample_window(&handle.passes, window_ns, count, elapsed_ns);
+    error = sample_window(&handle.passes, window_ns, count, elapsed_ns);
     atomic_store_explicit(&handle.quit, 1, memory_order_relaxed);
     pthread_join(thread, NULL);
   }
@@ -455,7 +463,7 @@ int crb_pingpong_near(const int *near, int count, int cpu, int64_t window_ns,
   struct echo_loop *loop;
   int error = echo_loop_start(near, count, cpu, &loop);
   if (error != 0) return error;
-  sample_window(&loop->echoed, window_ns, count_out, elapsed_ns);
+  error = sample_window(&loop->echoed, window_ns, count_out, elapsed_ns);
   echo_loop_stop(loop);
-  return 0;
+  return error;
 }

@@ -305,7 +305,7 @@ enum ScalingStudy {
         source.invalidate()
       }
     } while: { _ in
-      sampleWindow(passes, window: window)
+      try sampleWindow(passes, window: window)
     }
   }
 
@@ -415,16 +415,23 @@ enum ScalingStudy {
       }
       return { for source in sources { source.invalidate() } }
     } while: { _ in
-      sampleWindow(trips, window: window)
+      try sampleWindow(trips, window: window)
     }
   }
 
   // MARK: Helpers
 
   /// Waits for the first counted event, lets the loop run `warmUpNanoseconds` more, then counts
-  /// over `window`: what the C floors' `sample_window` does.
-  private static func sampleWindow(_ counter: TaskCounter, window: Int64) -> Windowed {
-    while counter.value == 0 { crb_sleep_ns(100_000) }
+  /// over `window`: what the C floors' `sample_window` does (which also gives up after 5 s
+  /// without a first event, so a row that never starts cannot hang the bench).
+  private static func sampleWindow(_ counter: TaskCounter, window: Int64) throws -> Windowed {
+    let giveUp = crb_now_ns() + 5_000_000_000
+    while counter.value == 0 {
+      guard crb_now_ns() < giveUp else {
+        throw ScalingError(description: "the loop counted no event within 5 s")
+      }
+      crb_sleep_ns(100_000)
+    }
     crb_sleep_ns(warmUpNanoseconds)
     let start = crb_now_ns()
     let before = counter.value
