@@ -88,7 +88,7 @@ enum ScalingStudy {
   /// Where the manual-source rows' two threads run: the signalling thread on CPU 0 and the
   /// measured loop on CPU 1, on both sides, as the wake study's "different CPUs" placement.
   /// Unpinned, the scheduler sometimes put both on one CPU for a whole window (a wake-up pulls
-  /// the woken thread next to its waker), and a row's rounds then differed by up to 40× (the
+  /// the woken thread next to its waker), and a row's rounds then differed by up to 37× (the
   /// C floor's) or ran in another regime altogether (ours). The ping-pong's two ends share
   /// CPU 1 instead: libuv runs both ends on one loop, and across CPUs one pair's round trip is
   /// two inter-processor wakes of an idle vCPU, which hides the loop's own cost. The
