@@ -11,12 +11,13 @@ struct Options {
                          [--only STUDY[,STUDY…]]
       --quick        a smoke run (fewer samples, shorter windows), about 20 s
       --json FILE    write every figure as JSON
-      --svg FILE     draw the wake-latency distributions (CDFs, log-scale time)
+      --svg FILE     draw the wake-latency distributions (CDFs, log-scale time), and with
+                     the scaling study the manual-source curve next to it (FILE-scaling.svg)
       --trace FILE   after the studies (so it perturbs none), trace a short sample workload
                      (two resident threads: timer, port, manual source, observer, posts)
                      and write it as Chrome Trace Event JSON for ui.perfetto.dev
       --only LIST    run some studies: wake, spin, idle, throughput, group, threads,
-                     timers, alloc, executors, isolated, virtual, tracer
+                     timers, alloc, executors, isolated, virtual, tracer, scaling
     """
 
   static func parse(_ arguments: [String]) -> Options? {
@@ -67,4 +68,13 @@ struct Options {
   var idleSeconds: Double { quick ? 0.3 : 2 }
   /// Bursts in the bursty traffic pattern (100 posts each).
   var bursts: Int { quick ? 10 : 200 }
+  /// Manual sources on the loop in the scaling study's rows (libuv's million-async goes to
+  /// 1 048 576).
+  var scalingSourceCounts: [Int] { quick ? [1_000, 100_000] : [1_000, 10_000, 100_000, 1 << 20] }
+  /// Rounds of the scaling study, ours and C back to back in each.
+  var scalingRounds: Int { quick ? 2 : 5 }
+  /// How long the scaling study's signalling thread signals manual sources, per row and side.
+  var scalingSignalWindowSeconds: Double { quick ? 0.2 : 1 }
+  /// How long the scaling study's other windowed rows count, per row and side.
+  var scalingWindowSeconds: Double { quick ? 0.1 : 0.4 }
 }

@@ -20,6 +20,7 @@ struct Report: Codable {
   var tracer: TracerCostResult?
   var isolated: IsolatedLoopResult?
   var virtualTime: VirtualTimeResult?
+  var scaling: ScalingResult?
   var targets: [TargetCheck] = []
 }
 
@@ -171,6 +172,7 @@ extension Report {
         "tracer attached      \(fixed(tracer.tracedNanosecondsPerPass, 0)) ns per pass "
           + "(\(fixed(ratio, 2))×, \(fixed(tracer.eventsPerPass, 1)) events per pass)")
     }
+    printScaling()
     printTargets()
   }
 

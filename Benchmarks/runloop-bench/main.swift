@@ -64,6 +64,9 @@ if options.wants("virtual") {
 if options.wants("tracer") {
   report.tracer = try TracerCostStudy.run(options, progress: progress)
 }
+if options.wants("scaling") {
+  report.scaling = try ScalingStudy.run(options, progress: progress)
+}
 report.targets = Targets.check(report)
 report.printTables()
 
@@ -76,6 +79,12 @@ if let path = options.svgPath {
   try LatencyChart.svg(LatencyChart.series(from: report.wake), title: title)
     .write(toFile: path, atomically: true, encoding: .utf8)
   print("wrote \(path)")
+  if let scaling = report.scaling {
+    let scalingPath = ScalingChart.path(besides: path)
+    try ScalingChart.svg(scaling, title: "Manual sources at scale on \(report.machine)")
+      .write(toFile: scalingPath, atomically: true, encoding: .utf8)
+    print("wrote \(scalingPath)")
+  }
 }
 if let path = options.tracePath {
   try TraceSample.write(to: path)
