@@ -2,11 +2,7 @@
 /// `BindingState` and the lock that guards it. That lock is a leaf lock: nothing else is ever
 /// acquired while it is held, so taking it inside the loop's lock can never deadlock.
 final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lock`
-  /// A shared stripe (`LockStripes`), as a timer's is: a mutex of its own per item was two
-  /// more allocations per source made, and two more cache misses per signal and per perform
-  /// once a loop holds many sources. A strong reference, though the stripes live as long as
-  /// the process: through an unowned one every use retained and released the lock.
-  let lock: Lock = LockStripes.lock(for: SignalClock.next())
+  let lock = Lock()
   /// Guarded by `lock` (so the runtime's exclusivity check, on the path of every delivery,
   /// is left out).
   @exclusivity(unchecked) private var state = BindingState()

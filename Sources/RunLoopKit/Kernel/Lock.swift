@@ -12,16 +12,8 @@ import Glibc
 final class Lock: @unchecked Sendable {  // the mutex itself provides the synchronisation
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-  /// - Parameter padded: gives the mutex a cache line of its own, for locks allocated
-  ///   together and taken by different threads at once (`LockStripes`): packed as malloc
-  ///   packs them, taking one stripe stalls the threads using its neighbours (measured: a
-  ///   thread signalling manual sources and the loop performing them ran 7× slower).
-  init(padded: Bool = false) {
-    mutex =
-      padded
-      ? UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 64)
-        .bindMemory(to: pthread_mutex_t.self, capacity: 1)
-      : .allocate(capacity: 1)
+  init() {
+    mutex = .allocate(capacity: 1)
     mutex.initialize(to: pthread_mutex_t())
     var attributes = pthread_mutexattr_t()
     pthread_mutexattr_init(&attributes)

@@ -6,7 +6,7 @@
 /// lock is: nothing is acquired while one is held, so two objects sharing a stripe can never
 /// deadlock on it, only wait for each other briefly.
 enum LockStripes {
-  private static let locks = (0..<64).map { _ in Lock(padded: true) }
+  private static let locks = (0..<64).map { _ in Lock() }
 
   /// The stripe for the object numbered `number` (consecutive numbers get different stripes).
   static func lock(for number: UInt64) -> Lock {
