@@ -28,9 +28,8 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// in random order cost about a tenth less than with a binding object of its own).
   struct Binding {
     /// Guards the fields the docs below say, and nothing else is acquired while it is held.
-    /// Unowned: the stripes live as long as the process, and a strong reference would cost
-    /// every timer an atomic retain when made and a release when freed.
-    unowned(unsafe) let lock: Lock
+    /// No reference count: the stripes live as long as the process (see `StripeLock`).
+    let lock: StripeLock
   }
 
   // `@exclusivity(unchecked)` on the mutable fields below: each is guarded by a lock (named
@@ -63,8 +62,9 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// virtual now instead when the timer is first added there. Guarded by `binding.lock`.
   @exclusivity(unchecked) private var pendingDelay: Int64
   /// The tolerance its heap entries were keyed with (the same in every mode), kept here rather
-  /// than in each entry so entries stay small. Guarded by the owner loop's lock.
-  @exclusivity(unchecked) var scheduledTolerance = Duration.zero
+  /// than in each entry so entries stay small; in nanoseconds, as `storedTolerance`. Guarded
+  /// by the owner loop's lock.
+  @exclusivity(unchecked) var scheduledTolerance: Int64 = 0
   /// Guarded by the owner loop's lock.
   @exclusivity(unchecked) var isFiring = false
   /// The handler was given through `IsolatedLoop` (or is a block given there): it lets go of
@@ -280,8 +280,11 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     // the loop's lock first detaches it (`Loop.retireTimerLocked`), and the other finds
     // nothing left to do.
     TestPausePoint.reach(.timerInvalidatedNotYetDetached, by: self)
-    if let owner { owner.detachTimerEverywhere(self) }
-    if releasesOnLoopThread, let owner {
+    guard let owner else { return LoopTimer.release(handler) }
+    owner.detachTimerEverywhere(self)
+    // Asked before the generic call, which wraps the handler in a thunk (an allocation) even
+    // when it then has nothing to post.
+    if releasesOnLoopThread, !owner.isCurrent {
       owner.releaseOnOwnThread(consume handler)
     } else {
       LoopTimer.release(handler)
@@ -295,7 +298,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// caller holds the loop's lock. Returns whether this call made the binding, as `bind(to:)`.
   func bindReadingSchedule(
     to loop: Loop
-  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
+  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Int64) {
     try binding.lock.withLock { () throws(LoopError) in try bindUnlocked(to: loop) }
   }
 
@@ -304,15 +307,16 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   @inline(__always)
   private func bindUnlocked(
     to loop: Loop
-  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
-    let newlyBound = try bindingState.bind(to: loop, kind: "LoopTimer")
+  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Int64) {
+    let newlyBound =
+      bindingState.bindIfFree(to: loop) ? true : try bindingState.bind(to: loop, kind: "LoopTimer")
     if newlyBound, pendingDelay != LoopTimer.noPendingDelay {
       if let clock = loop.virtualClock {
         storedFireDate = clock.now.advanced(by: .nanoseconds(pendingDelay))
       }
       pendingDelay = LoopTimer.noPendingDelay
     }
-    return (newlyBound, storedFireDate, LoopTimer.duration(nanoseconds: storedTolerance))
+    return (newlyBound, storedFireDate, storedTolerance)
   }
 
   /// `bindReadingSchedule(to:)` for a timer its caller made just now on the loop's own
@@ -320,7 +324,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// nothing and is not taken. The caller holds the loop's lock.
   func bindFreshReadingSchedule(
     to loop: Loop
-  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Duration) {
+  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Int64) {
     try bindUnlocked(to: loop)
   }
 
@@ -349,10 +353,10 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     return (storedFireDate, storedHandler)
   }
 
-  /// Fire date and tolerance read together, and whether the fire date was set since the
-  /// last callout began; the caller must hold `binding.lock`.
-  var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Duration, wasSet: Bool) {
-    (storedFireDate, LoopTimer.duration(nanoseconds: storedTolerance), fireDateSet)
+  /// Fire date and tolerance (in nanoseconds) read together, and whether the fire date was
+  /// set since the last callout began; the caller must hold `binding.lock`.
+  var scheduleUnlocked: (fireDate: LoopClock.Instant, tolerance: Int64, wasSet: Bool) {
+    (storedFireDate, storedTolerance, fireDateSet)
   }
 
   /// Sets the fire date; the caller must hold `binding.lock`.
