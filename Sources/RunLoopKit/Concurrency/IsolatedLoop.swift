@@ -239,9 +239,15 @@ public struct IsolatedLoop {
     let timer = try LoopTimer(
       label: label, firstFireAt: fireDate, interval: interval, tolerance: tolerance,
       releasesOnLoopThread: true, handler: handler)
-    return try adding(timer) { (timer) throws(LoopError) in
+    // `adding`'s rule written out: its closures capture the timer, two retains and a release
+    // per timer that arming a million should not pay.
+    do {
       try loop.addFreshTimer(timer, to: mode)
+    } catch {
+      timer.invalidate()
+      throw error
     }
+    return timer
   }
 
   /// Adds a fresh item with `add`, or invalidates it (releasing its closure) when that throws.

@@ -28,6 +28,15 @@ struct BindingState {
     return true
   }
 
+  /// `bind(to:kind:)`'s usual case, inlined: binds a valid, unbound item and returns true;
+  /// returns false, changing nothing, for any other (which `bind(to:kind:)` then decides).
+  @inline(__always)
+  mutating func bindIfFree(to target: Loop) -> Bool {
+    guard isValid, loop == nil else { return false }
+    loop = target
+    return true
+  }
+
   /// Undoes a binding made by an add that then failed, so the item is free again.
   mutating func unbind() {
     loop = nil

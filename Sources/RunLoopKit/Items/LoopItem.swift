@@ -147,9 +147,16 @@ extension LoopTimer: LoopItem {
     return []
   }
 
-  /// `detachFromAllLocked` for a caller that knows the item is a timer (a cancel).
+  /// `detachFromAllLocked` for a caller that knows the item is a timer (a cancel). Goes by
+  /// each slot's own record of its heap and index: nothing is looked up.
   func leaveEveryModeLocked(of loop: Loop) {
-    while let slot = slots.first { _ = slot.withMode { detachLocked(from: $0, of: loop) } }
+    while let slot = slots.popFirst() {
+      if let index = slot.index { slot.withHeap { $0.remove(at: index) } }
+      slot.withMode { mode in
+        mode.timerCount -= 1
+        loop.timersChangedLocked(in: mode)
+      }
+    }
   }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
@@ -158,9 +165,10 @@ extension LoopTimer: LoopItem {
     return nil
   }
 
-  /// Joins `mode` with a schedule the caller already read (under `binding.lock`).
+  /// Joins `mode` with a schedule the caller already read (under `binding.lock`); the
+  /// tolerance in nanoseconds.
   func attachLocked(
-    to mode: ModeState, of loop: Loop, fireDate: LoopClock.Instant, tolerance: Duration
+    to mode: ModeState, of loop: Loop, fireDate: LoopClock.Instant, tolerance: Int64
   ) {
     mode.timerCount += 1
     if isFiring {

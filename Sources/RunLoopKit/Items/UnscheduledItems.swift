@@ -15,7 +15,9 @@ final class UnscheduledItems {
     weak var item: (any LoopItem)?
   }
 
-  private var entries: [ObjectIdentifier: Entry] = [:]
+  /// `@exclusivity(unchecked)`: the loop's lock makes every access exclusive, and a cancel
+  /// reads `isEmpty` (a dynamic check cost it about 75 instructions, a tenth of the cancel).
+  @exclusivity(unchecked) private var entries: [ObjectIdentifier: Entry] = [:]
   /// The count at which the next insert sweeps out freed items.
   private var sweepAt = 64
 

@@ -132,22 +132,41 @@ extension Loop {
   /// `addItem` for a timer and one named mode, the usual add, with the same checks in the same
   /// order: binding it and reading its schedule take one hold of its lock, and there are no
   /// callouts to collect. Adding a million timers should cost heap work, not bookkeeping.
+  ///
+  /// The mode found last (`lastModeFound`) exists, so its name passed `checkAddableLocked`'s
+  /// rules and finding it cannot fail: an add that names it checks only that the thread has not
+  /// exited, binds, and joins, with no lookup and nothing to undo.
+  @inline(__always)
   private func addTimerLocked(_ timer: LoopTimer, to name: Mode, fresh: Bool) throws(LoopError) {
-    try checkAddableLocked(to: name)
-    let (newlyBound, fireDate, tolerance) =
-      fresh
-      ? try timer.bindFreshReadingSchedule(to: self) : try timer.bindReadingSchedule(to: self)
     let mode: Unmanaged<ModeState>
-    do throws(LoopError) {
-      mode = try unmanagedModeLocked(name)
-    } catch {
-      if newlyBound && timer.slots.isEmpty { timer.unbind() }
-      throw error
+    let schedule: (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Int64)
+    if !tornDown, let last = lastModeFound, last._withUnsafeGuaranteedRef({ $0.mode == name }) {
+      mode = last
+      schedule = try bindTimerLocked(timer, fresh: fresh)
+    } else {
+      try checkAddableLocked(to: name)
+      schedule = try bindTimerLocked(timer, fresh: fresh)
+      do throws(LoopError) {
+        mode = try unmanagedModeLocked(name)
+      } catch {
+        if schedule.newlyBound && timer.slots.isEmpty { timer.unbind() }
+        throw error
+      }
     }
     mode._withUnsafeGuaranteedRef { mode in
-      if timer.isMember(of: mode) { return }
-      timer.attachLocked(to: mode, of: self, fireDate: fireDate, tolerance: tolerance)
+      // A timer bound just now is in no mode yet: no need to look.
+      if !schedule.newlyBound && timer.isMember(of: mode) { return }
+      timer.attachLocked(
+        to: mode, of: self, fireDate: schedule.fireDate, tolerance: schedule.tolerance)
     }
+  }
+
+  /// Binds `timer` and reads its schedule: without its lock when `fresh` (see `addFreshTimer`).
+  @inline(__always)
+  private func bindTimerLocked(
+    _ timer: LoopTimer, fresh: Bool
+  ) throws(LoopError) -> (newlyBound: Bool, fireDate: LoopClock.Instant, tolerance: Int64) {
+    fresh ? try timer.bindFreshReadingSchedule(to: self) : try timer.bindReadingSchedule(to: self)
   }
 
   /// Joins every listed mode, or none: if one fails, those already joined are left again.

@@ -9,6 +9,10 @@ extension Loop {
   /// loop's next wait on that mode — firing a batch of a thousand timers then costs one
   /// re-arm, not a thousand. Another thread cannot know when the loop will next look, so
   /// changes from there re-arm at once: a sleeping loop must wake for a new earlier timer.
+  ///
+  /// Inlined, with the re-arming out of line: every add and cancel on the loop's own thread
+  /// comes here only to set a flag.
+  @inline(__always)
   func timersChangedLocked(in mode: ModeState) {
     // A virtual loop arms no timerfd: re-arming only notes the deadline, at once. Nor can
     // an embedded mode between its host's passes wait for its next wait: there is none.
@@ -17,16 +21,23 @@ extension Loop {
     {
       mode.timerNeedsArming = true
     } else {
-      mode.noteTimerDate()
-      if timerFDNeededLocked(mode) { mode.syncTimerFD(arming: true) }
-      // A loop asleep on its futex sleeps until the deadline it read when it fell asleep; a
-      // disarmed timer (no timer left) never needs it to wake earlier.
-      if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }
-      // A virtual loop waiting in `runUntil` arms nothing that time could end: a timer another
-      // thread made due now wakes it, to fire (one due later waits for the clock to move).
-      if outsideWorkMode == mode.mode, mode.hasTimerDue(at: now) {
-        wakeIfWaitingLocked(in: mode.mode)
-      }
+      rearmTimersLocked(in: mode)
+    }
+  }
+
+  /// `timersChangedLocked` off the loop's thread, on a virtual loop, or for an embedded mode
+  /// between its host's passes: re-arms now.
+  @inline(never)
+  private func rearmTimersLocked(in mode: ModeState) {
+    mode.noteTimerDate()
+    if timerFDNeededLocked(mode) { mode.syncTimerFD(arming: true) }
+    // A loop asleep on its futex sleeps until the deadline it read when it fell asleep; a
+    // disarmed timer (no timer left) never needs it to wake earlier.
+    if let armed = mode.armedDeadline { wakeFutexSleeperLocked(in: mode, forDeadline: armed) }
+    // A virtual loop waiting in `runUntil` arms nothing that time could end: a timer another
+    // thread made due now wakes it, to fire (one due later waits for the clock to move).
+    if outsideWorkMode == mode.mode, mode.hasTimerDue(at: now) {
+      wakeIfWaitingLocked(in: mode.mode)
     }
   }
 
@@ -106,7 +117,7 @@ extension Loop {
       retireTimerLocked(timer)
       return
     }
-    let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Duration) in
+    let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Int64) in
       let current = timer.scheduleUnlocked
       let next = LoopTimer.nextFireDate(
         after: firedAt, current: current.fireDate, interval: interval, now: now,

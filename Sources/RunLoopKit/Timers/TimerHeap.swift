@@ -61,12 +61,16 @@ final class TimerHeap {
   /// Every entry, in heap order (a copy, for descriptions and teardown).
   var entries: [Entry] { Array(UnsafeBufferPointer(start: storage, count: count)) }
 
+  /// Adds `timer`, which has no slot here yet, and gives it one: made once its index is
+  /// known, so the add writes the slot once and looks nothing up. The tolerance is in
+  /// nanoseconds, as the timer keeps it (no `Duration` arithmetic on the add).
   func insert(
-    _ timer: LoopTimer, in mode: ModeState, fireDate: LoopClock.Instant, tolerance: Duration
+    _ timer: LoopTimer, in mode: ModeState, fireDate: LoopClock.Instant, tolerance: Int64
   ) {
     precondition(mode.timers === self)
-    timer.slots.append(TimerSlot(mode: mode, index: nil))
-    append(timer, fireDate: fireDate, tolerance: tolerance)
+    timer.scheduledTolerance = tolerance
+    let index = place(timer, fireDate: fireDate)
+    timer.slots.append(TimerSlot(mode: mode, heap: self, index: index))
   }
 
   /// Takes `timer` out of the heap but leaves its slot (index `nil`), as while it fires.
@@ -77,9 +81,10 @@ final class TimerHeap {
   }
 
   /// Puts a detached timer back with a new key.
-  func reattach(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Duration) {
+  func reattach(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Int64) {
     precondition(slotIndex(of: timer) == nil)
-    append(timer, fireDate: fireDate, tolerance: tolerance)
+    timer.scheduledTolerance = tolerance
+    timer.slots.setIndex(place(timer, fireDate: fireDate), in: self)
   }
 
   /// Removes `timer` and its slot altogether.
@@ -88,8 +93,14 @@ final class TimerHeap {
     removeEntry(at: index)
   }
 
+  /// Removes the entry at `index`, where a slot the caller has just taken off its timer said
+  /// the timer is (a cancel: no lookup of the slot by heap).
+  func remove(at index: Int) {
+    removeEntry(at: index)
+  }
+
   /// Changes the key of a timer that is in the heap.
-  func update(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Duration) {
+  func update(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Int64) {
     guard let index = slotIndex(of: timer) else { return }
     timer.scheduledTolerance = tolerance
     var entry = storage[index]
@@ -131,14 +142,14 @@ final class TimerHeap {
     guard count > 0 else { return nil }
     let first = storage[0]
     let tolerance = first.reference._withUnsafeGuaranteedRef { $0.scheduledTolerance }
-    var best = first.fireDate.advanced(by: tolerance)
-    if tolerance == .zero { return best }  // nothing can beat the earliest fire date
+    var best = first.fireDate.advanced(nanoseconds: tolerance)
+    if tolerance == 0 { return best }  // nothing can beat the earliest fire date
     var pending = [0]
     while let index = pending.popLast() {
       let entry = storage[index]
       if entry.fireDate > best { continue }
       let own = entry.reference._withUnsafeGuaranteedRef { $0.scheduledTolerance }
-      best = min(best, entry.fireDate.advanced(by: own))
+      best = min(best, entry.fireDate.advanced(nanoseconds: own))
       pending += children(of: index)
     }
     return best
@@ -155,12 +166,12 @@ final class TimerHeap {
     return min(first, count)..<min(first + TimerHeap.arity, count)
   }
 
-  private func append(_ timer: LoopTimer, fireDate: LoopClock.Instant, tolerance: Duration) {
-    timer.scheduledTolerance = tolerance
+  /// Adds an entry for `timer` (the heap's reference to it) and returns its index; recording
+  /// that index in the timer's slot is the caller's.
+  private func place(_ timer: LoopTimer, fireDate: LoopClock.Instant) -> Int {
     if count == capacity { grow() }
     count += 1
-    let index = siftUp(Entry(fireDate: fireDate, reference: .passRetained(timer)), from: count - 1)
-    timer.slots.setIndex(index, in: self)
+    return siftUp(Entry(fireDate: fireDate, reference: .passRetained(timer)), from: count - 1)
   }
 
   /// Fills the hole at `index` with the last entry and releases the heap's reference to the

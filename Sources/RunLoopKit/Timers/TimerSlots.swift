@@ -20,9 +20,20 @@ struct TimerSlot {
     Unmanaged.passUnretained(mode)._withUnsafeGuaranteedRef(body)
   }
 
+  /// `withMode` for the heap.
+  @inline(__always)
+  func withHeap<Result>(_ body: (TimerHeap) -> Result) -> Result {
+    Unmanaged.passUnretained(heap)._withUnsafeGuaranteedRef(body)
+  }
+
   init(mode: ModeState, index: Int?) {
+    self.init(mode: mode, heap: mode.timers, index: index)
+  }
+
+  /// For a caller that has the mode's heap at hand already (`heap` is `mode.timers`).
+  init(mode: ModeState, heap: TimerHeap, index: Int?) {
     self.mode = mode
-    self.heap = mode.timers
+    self.heap = heap
     self.index = index
   }
 }
@@ -59,6 +70,14 @@ struct TimerSlots: RandomAccessCollection, MutableCollection {
   func index(in heap: TimerHeap) -> Int? {
     if let first, first.heap === heap { return first.index }
     return others.first { $0.heap === heap }?.index
+  }
+
+  /// Takes the first slot off, or nil when there is none (a cancel leaving every mode in
+  /// turn: nearly always one slot, and then no walk and no comparison of heaps).
+  mutating func popFirst() -> TimerSlot? {
+    guard let slot = first else { return nil }
+    first = others.isEmpty ? nil : others.removeFirst()
+    return slot
   }
 
   /// Removes the slot for `heap`; returns the index it held (nil if it had none, or no slot).
