@@ -79,15 +79,18 @@ extension Loop {
       lock.unlock()
       spin = SpinOutcome()
     } else {
-      (epoll, policy) = lock.withLock { prepareToWaitLocked(in: mode) }
+      lock.lock()
+      (epoll, policy) = prepareToWaitLocked(in: mode)
+      lock.unlock()
       spin = spinIfAsked(policy, on: epoll, until: deadline)
       // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read
       // only when the window ran out, on the way to a sleep.)
       let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
-      commitment = lock.withLock {
-        commitToWaitLocked(
-          poll: spunOut, spun: spin.found != nil, in: mode, until: deadline)
-      }
+      // Read before the lock: the locked closure would capture (copy) the whole outcome.
+      let spun = spin.found != nil
+      lock.lock()
+      commitment = commitToWaitLocked(poll: spunOut, spun: spun, in: mode, until: deadline)
+      lock.unlock()
     }
     let wait =
       spin.found == nil
