@@ -115,7 +115,9 @@ extension Loop {
 
   /// The outermost run begins (`runOwnMode`): an embedded mode asleep between passes wakes.
   func beginOutermostRunLocked() {
-    outermostRunStart = now
+    let start = now
+    outermostRunStart = start
+    noteClockReading(start)
     wakeLocked()
   }
 

@@ -147,6 +147,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// the last look swapped out of it, kept for the next.
   let signalInbox = SignalInbox()
   @exclusivity(unchecked) var inboxBuffer: [ManualSource] = []
+  /// The latest clock reading a run on the loop's thread took (see `hasPassed`); loop's
+  /// thread only.
+  @exclusivity(unchecked) var clockFloor = LoopClock.Instant(nanoseconds: .min)
   /// Stamps entries of the ready heaps (see `ReadySources.Entry.stamp`). Under the lock.
   @exclusivity(unchecked) var readyStamps: UInt64 = 0
   /// When the outermost active run started, and when the current sleep began: `metrics`
@@ -356,7 +359,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       // Work was done, time is up, or the mode emptied (nothing of its own could ever wake
       // it): look at the kernel without sleeping.
       let poll =
-        sourceHandled || deadline.map { $0 <= now } == true
+        sourceHandled || deadline.map(hasPassed) == true
         || lock.withLock { isEmptyLocked(mode) }
       if !poll { notifyObservers(.beforeWaiting, in: mode) }
       let woke = waitForEvents(in: mode, until: deadline, poll: poll)
@@ -370,7 +373,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       performBlocks(in: mode)
 
       if sourceHandled && returnAfterSourceHandled { return .handledSource }
-      if let deadline, deadline <= now { return .timedOut }
+      if let deadline, hasPassed(deadline) { return .timedOut }
       if let ended = lock.withLock({
         endOrBeginPassLocked(mode, checkingEmpty: true, beginning: !onePass)
       }) {
