@@ -158,5 +158,31 @@ extension RunLoopKitTests {
       try thread.loop.perform { thread.loop.stop() }
       thread.join()
     }
+
+    @Test(
+      "102. signalAndWake on a source another thread has just signalled finds it handed to the loop: the pass it wakes performs it"
+    )
+    func test_102_signalAndWakeAfterAnotherThreadsSignal() throws {
+      let performed = Counter()
+      let source = ManualSource { performed.increment() }
+      let thread = LoopThread { loop in loop.run(for: .seconds(20)) }
+      try thread.loop.add(source, to: .default)
+      thread.start()
+      #expect(waitUntil { thread.loop.isWaiting })
+      // Thread A signals and is held right after it let go of the source's lock.
+      let hold = holdAt(.signalHandedOver, for: source)
+      let signaller = TestThread { source.signal() }
+      hold.arrived.wait()
+      // Thread B finds the source signalled, so its signalAndWake only wakes the loop.
+      #expect(source.isSignalled)
+      source.signalAndWake()
+      let performedWhileHeld = waitUntil(seconds: 5) { performed.value == 1 }
+      hold.release.open()
+      signaller.join()
+      #expect(performedWhileHeld, "the woken pass found nothing: the signal was not handed over")
+      try thread.loop.perform { thread.loop.stop() }
+      thread.join()
+      #expect(performed.value == 1)
+    }
   }
 }

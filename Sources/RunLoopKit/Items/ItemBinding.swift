@@ -1,6 +1,7 @@
 /// Which loop an item (source, observer) belongs to, and whether it is still valid: a
 /// `BindingState` and the lock that guards it. That lock is a leaf lock: nothing else is ever
-/// acquired while it is held, so taking it inside the loop's lock can never deadlock.
+/// acquired while it is held (but a loop's `SignalInbox` lock, itself a leaf, by a manual
+/// source's signal), so taking it inside the loop's lock can never deadlock.
 final class ItemBinding: @unchecked Sendable {  // all fields are guarded by `lock`
   let lock = Lock()
   /// Guarded by `lock` (so the runtime's exclusivity check, on the path of every delivery,

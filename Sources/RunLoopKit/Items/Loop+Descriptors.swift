@@ -8,7 +8,7 @@ import CRunLoopShims
 /// for as long as its *file* is open, not its fd: a source whose fd was closed while a `dup`
 /// (or a child process) holds the file goes on being reported, level-triggered, for a file its
 /// handler can no longer read — a 100 % CPU spin, unless the loop notices. Asking the kernel
-/// (`Epoll.stillHolds`, an `epoll_ctl`) before every delivery put ~0.5 µs on the path
+/// (`Epoll.probe`, an `epoll_ctl`) before every delivery put ~0.5 µs on the path
 /// from wake-up to handler. The loop asks after the call instead, before its next wait
 /// (`checkCalledSourcesLocked`): a registration confirmed there is delivered unchecked when it
 /// next reports (`DescriptorRegistration.deliverUnchecked`). A report that finds the source not

@@ -100,10 +100,15 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
       return owner
     }
     signalState.store(SignalClock.next(), ordering: .releasing)
+    // Handed to the loop before the unlock: a thread that finds the flag set (and so only
+    // wakes the loop, in `signalAndWake`) must find the source in the inbox and the count
+    // moved, or the pass it wakes would look and find nothing. (The inbox's lock is a leaf
+    // lock, taken under no other but this.) An unbound source is found signalled when it
+    // joins its first mode.
+    let tracedAt = owner?.handOverLocked(self)
     binding.lock.unlock()
-    // After the unlock: the binding's lock is a leaf lock. An unbound source is found
-    // signalled when it joins its first mode.
-    owner?.sourceSignalled(self)
+    TestPausePoint.reach(.signalHandedOver, by: self)
+    owner?.signalHandedOver(self, tracedAt: tracedAt ?? nil)
     return owner
   }
 

@@ -51,24 +51,55 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
     crl_epoll_ctl(fd, CRL_EPOLL_CTL_DEL, target, 0, 0) == 0
   }
 
-  /// Whether `target` still names the file that was registered under that number. epoll keys
-  /// a registration by file *and* fd number, so registering the number again fails with
-  /// EEXIST exactly while it names that file: one `epoll_ctl(ADD)`, which fails before the
-  /// kernel polls the file (an `epoll_ctl(MOD)` with the same mask, which asks the same
-  /// question, polls it: 281 ns against 206 ns here, for a pipe). An add that succeeds
-  /// registered some other file, now on that number, and is taken out again at once; EBADF
-  /// (closed), EPERM (a regular file), EINVAL (this set itself) and ELOOP (a set that holds
-  /// this one) say no such file is there either. Any other failure (out of kernel memory or
-  /// of watches) says nothing about the file, and answers yes: a "no" parks a source for good.
-  func stillHolds(_ target: Int32) -> Bool {
+  /// What `probe(_:token:)` found on a number.
+  enum Probe {
+    /// The number still names the file registered under it.
+    case holds
+    /// It names no file, or another one.
+    case other
+    /// It names another file, and the registration the probe made for it could not be taken
+    /// out again (the number was closed or reused meanwhile): one more that may linger.
+    case otherLeftRegistered
+  }
+
+  /// Whether `target` still names the file registered under that number (with `token`).
+  /// epoll keys a registration by file *and* fd number, so registering the number again fails
+  /// with EEXIST exactly while it names that file: one `epoll_ctl(ADD)`, which fails before
+  /// the kernel polls the file (an `epoll_ctl(MOD)`, which asks the same question, polls it:
+  /// 281 ns against 206 ns here, for a pipe). Every other answer is a no: an add that
+  /// succeeds registered some other file now on that number (taken out again at once); EBADF
+  /// (closed), EPERM (a regular file) and EINVAL (this set itself) name no such file; and
+  /// ENOMEM or ENOSPC come only after the kernel looked the pair up and found nothing. Only
+  /// ELOOP comes before that look (a number naming an epoll set that nests too deep): then the
+  /// `MOD` answers, as it did before.
+  func probe(_ target: Int32, token: UInt64) -> Probe {
     while true {
       if crl_epoll_ctl(fd, CRL_EPOLL_CTL_ADD, target, 0, 0) == 0 {
-        _ = remove(target)
-        return false
+        return remove(target) ? .other : .otherLeftRegistered
       }
-      let code = crl_errno()
-      if code == EINTR { continue }
-      return code == EEXIST || ![EBADF, EPERM, EINVAL, ELOOP].contains(code)
+      switch crl_errno() {
+      case EINTR: continue
+      case EEXIST: return .holds
+      case ELOOP: return isRegistered(target, events: 0, token: token) ? .holds : .other
+      default: return .other
+      }
+    }
+  }
+
+  /// Whether `target` still names the file that was registered with `token`, asked with
+  /// `epoll_ctl(MOD)`: it succeeds only while the number refers to the file that was added;
+  /// EBADF (closed), ENOENT (another file), EPERM (a regular file) or EINVAL (this set itself)
+  /// mean it does not. Any other failure (out of kernel memory) says nothing about the file,
+  /// and answers yes: a "no" parks a source for good. With an unchanged level-triggered mask
+  /// the call changes nothing.
+  func isRegistered(_ target: Int32, events: UInt32, token: UInt64) -> Bool {
+    do throws(LoopError) {
+      try modify(target, events: events, token: token)
+      return true
+    } catch .system(let failure) {
+      return ![EBADF, ENOENT, EPERM, EINVAL].contains(failure.errno)
+    } catch {
+      return true
     }
   }
 

@@ -12,7 +12,7 @@ import Glibc
 /// when the file is closed everywhere. So each source's file is pinned by a registration in an
 /// epoll set of the loop's own that nobody waits on (the witness set): registering the number
 /// there again (`epoll_ctl(ADD)`) fails with EEXIST only while the number names a file pinned
-/// under that number (see `Epoll.stillHolds`).
+/// under that number (see `Epoll.probe`).
 ///
 /// A pin whose number was closed while its file stayed open elsewhere (a `dup`, a child
 /// process) cannot be removed by that number — `DEL` names whatever file the number names
@@ -114,7 +114,13 @@ final class DescriptorWitnesses {
 
   /// `names` for the pin on `fd`, asked of the kernel.
   private func confirms(_ fd: Int32, _ witness: UInt64) -> Bool {
-    guard set.stillHolds(fd) else { return false }
+    switch set.probe(fd, token: witness) {
+    case .holds: break
+    case .other: return false
+    case .otherLeftRegistered:
+      markLingering(fd)
+      return false
+    }
     guard slots[Int(fd)].lingering else { return true }
     guard let identity = identities[fd] else { return false }
     return FileIdentity(of: fd) == identity

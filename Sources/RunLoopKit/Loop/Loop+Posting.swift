@@ -104,7 +104,7 @@ extension Loop {
   func clearWakeRequestLocked() {
     wakeRequested = false
     if wakePending.load(ordering: .relaxed) {
-      wakePending.store(false, ordering: .sequentiallyConsistent)
+      _ = wakePending.exchange(false, ordering: .sequentiallyConsistent)
     }
   }
 

@@ -122,7 +122,13 @@ extension Loop {
         }
       } catch {
         // Nothing half-done: an item refused on its first add is not bound to this loop.
-        if newlyBound && item.memberModes.isEmpty { item.unbind() }
+        if newlyBound && item.memberModes.isEmpty {
+          item.unbind()
+          // Signalled while it was bound (a signal hands the source over under the lock
+          // `unbind` takes, so every such hand-over is done): this inbox must not keep it,
+          // or the next look would read the modes of whichever loop it joins next.
+          if let source = item as? ManualSource { signalInbox.remove(source) }
+        }
         throw error
       }
     }

@@ -30,11 +30,16 @@ extension Loop {
   public func wakeUp() {
     // A wake-up asked for and not answered yet: the loop looks again before it sleeps, so
     // this one has nothing to add, and a thread signalling flat out does not contend for the
-    // loop's lock with every call. Sequentially consistent against the clearing
-    // (`clearWakeRequestLocked`), which a pass follows with its look at the signal count:
-    // either this load sees the clearing, and takes the lock, or that look sees what the
-    // caller signalled before calling.
-    if wakePending.load(ordering: .sequentiallyConsistent) { return }
+    // loop's lock with every call. A read-modify-write (true stays true), sequentially
+    // consistent against the clearing (an exchange: `clearWakeRequestLocked`, `sortOutWake`),
+    // which a pass follows with its look at the signal count: either this finds the flag
+    // cleared, and takes the lock, or the clearing reads what this wrote, and so the loop
+    // sees everything the caller did before calling, as the lock would have made it see.
+    if wakePending.compareExchange(
+      expected: true, desired: true, ordering: .sequentiallyConsistent
+    ).exchanged {
+      return
+    }
     send(lock.withLock { requestWakeLocked() })
   }
 

@@ -17,7 +17,7 @@ extension Loop {
       // A wake-up sent to this wait is answered now; one asked for since (`wakeRequested`)
       // still waits for the next pass. Sequentially consistent: see `wakeUp`.
       if !wakeRequested && wakePending.load(ordering: .relaxed) {
-        wakePending.store(false, ordering: .sequentiallyConsistent)
+        _ = wakePending.exchange(false, ordering: .sequentiallyConsistent)
       }
       asleep.store(false, ordering: .relaxed)
       sleepStart = nil

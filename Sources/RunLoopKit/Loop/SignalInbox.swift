@@ -18,6 +18,14 @@ final class SignalInbox: @unchecked Sendable {  // `sources` is guarded by `lock
     lock.unlock()
   }
 
+  /// Takes `source` out (a first add that failed unbinds its source, which may have been
+  /// signalled meanwhile: its next loop may be another). O(what is in the inbox); rare.
+  func remove(_ source: ManualSource) {
+    lock.lock()
+    sources.removeAll { $0 === source }
+    lock.unlock()
+  }
+
   /// Everything appended so far, swapped for `spare` (which the caller has emptied, keeping
   /// its capacity), so taking allocates nothing once both buffers have grown.
   func take(swapping spare: inout [ManualSource]) {

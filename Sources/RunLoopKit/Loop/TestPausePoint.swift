@@ -29,6 +29,9 @@ enum TestPausePoint: Hashable, Sendable {
   /// A signal source's handler was called for its eventfd and has not taken the count yet.
   /// Keyed by the source's `DescriptorSource` (`SignalSource.source`).
   case signalDeliveryStarting
+  /// `ManualSource.signal()` set the flag and handed the source to its loop, and has let go of
+  /// the source's lock. Keyed by the source.
+  case signalHandedOver
 
   /// Runs the action armed for `point` and `object`, if any (once), on the calling thread.
   @inline(__always)

@@ -7,22 +7,30 @@ import Glibc
 /// published, so the instant never comes after what it caused, and the rest (thread name,
 /// the loop's mode, the tracer's lock) waits until it is out, so tracing does not delay it.
 extension Loop {
-  /// `ManualSource.signal()` set the flag of one of this loop's sources (outside the source's
-  /// lock): hands the source to the inbox, then moves the count a pass looks at, records the
-  /// signal if the loop is traced, and wakes the loop if it is embedded in a host's loop and
-  /// asleep between passes (the host must hear of the signal).
+  /// `ManualSource.signal()` set the flag of one of this loop's sources, whose lock it holds:
+  /// hands the source to the inbox, then moves the count a pass looks at. Returns the time of
+  /// the signal when the loop is traced (read before the source is handed over, so the
+  /// instant never comes after the perform).
   ///
   /// The count moves after the append, so a pass that reads the new count finds the source in
-  /// the inbox. The count and the embedded check are sequentially consistent, against
-  /// `idleLocked`, which sets `embeddedIdle` and then reads the count: one of the two sees the
-  /// other (on x86 the add is a locked instruction either way, and the load a plain one).
+  /// the inbox. The count and the embedded check (`signalHandedOver`) are sequentially
+  /// consistent, against `idleLocked`, which sets `embeddedIdle` and then reads the count: one
+  /// of the two sees the other (on x86 the add is a locked instruction either way, and the
+  /// load a plain one).
   @inline(__always)
-  func sourceSignalled(_ source: ManualSource) {
-    // Read before the source is handed over, so the instant never comes after the perform.
+  func handOverLocked(_ source: ManualSource) -> LoopClock.Instant? {
     let at = tracing.load(ordering: .relaxed) ? now : nil
     signalInbox.append(source)
     manualSignals.add(1, ordering: .sequentiallyConsistent)
-    if let at { traceSignalSent(source, at: at) }
+    return at
+  }
+
+  /// After `handOverLocked`, outside the source's lock: records the signal if traced, and
+  /// wakes the loop if it is embedded in a host's loop and asleep between passes (the host
+  /// must hear of the signal).
+  @inline(__always)
+  func signalHandedOver(_ source: ManualSource, tracedAt: LoopClock.Instant?) {
+    if let tracedAt { traceSignalSent(source, at: tracedAt) }
     if embeddedIdle.load(ordering: .sequentiallyConsistent) { wakeUp() }
   }
 
