@@ -79,8 +79,8 @@ extension ManualSource: BoundItem {
   var isInAnyModeLocked: Bool { !slots.isEmpty }
 
   func attachLocked(to mode: ModeState, of loop: Loop) throws(LoopError) -> Loop.Callout? {
-    mode.manualSources.insert(self)
     slots.append(Slot(mode: mode))
+    mode.manualSources.insert(self, slot: slots.count - 1)
     // Signalled before it joined the mode the loop waits in: runnable now, so it goes on the
     // mode's ready heap, and the loop must look again and must not sleep past it (a signal
     // alone never wakes; joining a mode is not a signal).
@@ -96,10 +96,10 @@ extension ManualSource: BoundItem {
   }
 
   func detachLocked(from mode: ModeState, of loop: Loop) -> Loop.Callout? {
-    mode.manualSources.remove(self)
     if let position = slots.firstIndex(where: { $0.mode === mode }) {
       let index = slots[position].readyIndex
       if index != ReadySources.absent { mode.ready.remove(at: index) }
+      mode.manualSources.remove(at: slots[position].listIndex)
       slots.remove(at: position)
     }
     guard let cancelCallback else { return nil }

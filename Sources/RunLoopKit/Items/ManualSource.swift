@@ -39,6 +39,8 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     /// every item first), and reading it on each heap move then costs no reference counting.
     unowned(unsafe) let mode: ModeState
     var readyIndex = ReadySources.absent
+    /// Where the source sits in the mode's `ManualSourceList`.
+    var listIndex = 0
   }
   /// The modes this source is in. Guarded by the owner loop's lock.
   @exclusivity(unchecked) var slots = ManualSourceSlots()
@@ -159,6 +161,16 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   var signalKey: (signalled: Bool, sequence: UInt64) {
     let sequence = signalState.load(ordering: .acquiring)
     return (sequence != 0, sequence)
+  }
+
+  /// Records where the source sits in `list` (a mode's `ManualSourceList`). Under the loop's
+  /// lock.
+  @inline(__always)
+  func setListIndex(_ index: Int, in list: ManualSourceList) {
+    for position in slots.indices where slots[position].mode.manualSources === list {
+      slots[position].listIndex = index
+      return
+    }
   }
 
   /// Records where the source sits in `heap` (a mode's `ReadySources`). Under the loop's lock.

@@ -17,7 +17,7 @@ final class ModeState {
   @exclusivity(unchecked) private(set) var epoll: Epoll
   let timerFD: TimerFD
 
-  let manualSources = ItemSet<ManualSource>(identity: ObjectIdentifier.init)
+  let manualSources = ManualSourceList()
   /// The signalled ones among them, by order then signal time.
   let ready = ReadySources()
   /// How many times the manual-source phase took the lock to look for ready sources (for
