@@ -90,14 +90,20 @@ enum LatencyChart {
         separator: " ")
       out +=
         "<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"\(dash) points=\"\(points)\"/>\n"
-      let legendY = top + 10 + Double(index) * 20
-      out +=
-        "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(color)\" stroke-width=\"3\"\(dash)/>\n"
-      out +=
-        "<text x=\"\(left + plotWidth + 50)\" y=\"\(legendY + 4)\">\(escape(line.name))</text>\n"
+      out += legendEntry(
+        x: left + plotWidth + 20, y: top + 10 + Double(index) * 20, color: color, dash: dash,
+        name: line.name)
     }
     out += "</svg>\n"
     return out
+  }
+
+  /// One line of a chart's legend: a short stroke in the series' colour and dash, its name.
+  static func legendEntry(x: Double, y: Double, color: String, dash: String, name: String)
+    -> String
+  {
+    "<line x1=\"\(x)\" y1=\"\(y)\" x2=\"\(x + 24)\" y2=\"\(y)\" stroke=\"\(color)\" stroke-width=\"3\"\(dash)/>\n"
+      + "<text x=\"\(x + 30)\" y=\"\(y + 4)\">\(escape(name))</text>\n"
   }
 
   static func escape(_ text: String) -> String {

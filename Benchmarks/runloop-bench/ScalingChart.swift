@@ -90,11 +90,9 @@ enum ScalingChart {
         .joined(separator: " ")
       out +=
         "<polyline fill=\"none\" stroke=\"\(side.color)\" stroke-width=\"2\"\(side.dash) points=\"\(points)\"/>\n"
-      let legendY = top + 10 + Double(index) * 20
-      out +=
-        "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(side.color)\" stroke-width=\"3\"\(side.dash)/>\n"
-      out +=
-        "<text x=\"\(left + plotWidth + 50)\" y=\"\(legendY + 4)\">\(LatencyChart.escape(side.name))</text>\n"
+      out += LatencyChart.legendEntry(
+        x: left + plotWidth + 20, y: top + 10 + Double(index) * 20, color: side.color,
+        dash: side.dash, name: side.name)
     }
     out +=
       "<text x=\"\(left + plotWidth + 20)\" y=\"\(top + 60)\" fill=\"#555\">line: median of \(scaling.rounds) rounds</text>\n"

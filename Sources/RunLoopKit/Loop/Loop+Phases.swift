@@ -7,6 +7,27 @@ import CRunLoopShims
 /// earlier callback) may have removed or invalidated an item, so each item is checked again,
 /// under the lock, right before its callback runs.
 extension Loop {
+  // MARK: Where one pass ends and the next begins
+
+  /// The end of one pass and the start of the next, in one hold of the lock (nothing runs
+  /// between them): the run ends if a stop was requested or, when `checkingEmpty`, if the
+  /// mode has emptied; otherwise the next pass begins, and a wake-up requested before this
+  /// point is answered by it. Not `beginning` (a `VirtualLoop.step()`'s one pass), the run
+  /// ends `.timedOut` instead. Returns how the run ends, or nil to go on.
+  func endOrBeginPassLocked(
+    _ mode: ModeState, checkingEmpty: Bool, beginning: Bool
+  ) -> RunResult? {
+    if let last = frames.indices.last, frames[last].stopRequested {
+      frames[last].stopRequested = false
+      return .stopped
+    }
+    if checkingEmpty && isEmptyLocked(mode) { return .finished }
+    guard beginning else { return .timedOut }
+    clearWakeRequestLocked()
+    counters.passes += 1
+    return nil
+  }
+
   // MARK: Observers
 
   func notifyObservers(_ activity: Activity, in mode: ModeState) {

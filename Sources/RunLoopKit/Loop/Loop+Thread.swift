@@ -49,4 +49,21 @@ extension Loop {
     if virtualClock != nil { return "a VirtualLoop's driving thread" }
     return ThreadName.describe(id: threadID, name: threadName)
   }
+
+  /// Traps, saying what to do instead, unless called on the loop's own thread. The message
+  /// is built only when the check fails (a run used to build it every time).
+  @inline(__always)
+  func requireOwnThread(for operation: @autoclosure () -> String) {
+    if pthread_equal(pthread_self(), thread) != 0 { return }
+    wrongThread(operation())
+  }
+
+  private func wrongThread(_ operation: String) -> Never {
+    fatalError(
+      """
+      RunLoopKit: Loop.\(operation) was called on \(ThreadName.current), but this loop \
+      belongs to \(threadDescription). A loop can only be run by its own thread: use Loop.current on \
+      this thread, or send the work to that loop's thread with loop.perform { … }.
+      """)
+  }
 }

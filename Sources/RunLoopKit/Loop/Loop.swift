@@ -381,41 +381,4 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
       }
     }
   }
-
-  // MARK: - Helpers for the run path
-
-  /// The message is built only when the check fails (a run used to build it every time).
-  @inline(__always)
-  func requireOwnThread(for operation: @autoclosure () -> String) {
-    if pthread_equal(pthread_self(), thread) != 0 { return }
-    wrongThread(operation())
-  }
-
-  private func wrongThread(_ operation: String) -> Never {
-    fatalError(
-      """
-      RunLoopKit: Loop.\(operation) was called on \(ThreadName.current), but this loop \
-      belongs to \(threadDescription). A loop can only be run by its own thread: use Loop.current on \
-      this thread, or send the work to that loop's thread with loop.perform { … }.
-      """)
-  }
-
-  /// The end of one pass and the start of the next, in one hold of the lock (nothing runs
-  /// between them): the run ends if a stop was requested or, when `checkingEmpty`, if the
-  /// mode has emptied; otherwise the next pass begins, and a wake-up requested before this
-  /// point is answered by it. Not `beginning` (a `VirtualLoop.step()`'s one pass), the run
-  /// ends `.timedOut` instead. Returns how the run ends, or nil to go on.
-  private func endOrBeginPassLocked(
-    _ mode: ModeState, checkingEmpty: Bool, beginning: Bool
-  ) -> RunResult? {
-    if let last = frames.indices.last, frames[last].stopRequested {
-      frames[last].stopRequested = false
-      return .stopped
-    }
-    if checkingEmpty && isEmptyLocked(mode) { return .finished }
-    guard beginning else { return .timedOut }
-    clearWakeRequestLocked()
-    counters.passes += 1
-    return nil
-  }
 }
