@@ -34,6 +34,8 @@ static struct timespec *timespec_from_ns(int64_t ns, struct timespec *ts) {
 }
 
 int crl_epoll_wait(int epfd, struct epoll_event *events, int max_events, int64_t timeout_ns) {
+  // A look (no timeout) needs no precision: the plain call, as cheap as a syscall gets.
+  if (timeout_ns == 0) return epoll_wait(epfd, events, max_events, 0);
 #ifdef SYS_epoll_pwait2
   if (__atomic_load_n(&pwait2_state, __ATOMIC_RELAXED) >= 0) {
     struct timespec ts;

@@ -69,6 +69,10 @@ struct ScalingResult: Codable {
   let busyPassesPerSecond: ScalingFigure
   /// Nanoseconds per `loop.run(in:for: .zero)` (C: per `epoll_wait` with timeout 0).
   let zeroLengthRunNanoseconds: ScalingFigure
+  /// The two rows above with one idle descriptor source in the mode: the loop's look is then an
+  /// `epoll_wait(0)` too (a mode with none makes no syscall to look, as libuv with no watcher).
+  let busyPassesWithDescriptorPerSecond: ScalingFigure
+  let zeroLengthRunWithDescriptorNanoseconds: ScalingFigure
   let pingPong: [PingPongScaling]
 }
 
@@ -111,6 +115,8 @@ enum ScalingStudy {
     var close = events
     var busy: [Round] = []
     var zero: [Round] = []
+    var busyWithDescriptor: [Round] = []
+    var zeroWithDescriptor: [Round] = []
     var pingPong = [[Round]](repeating: [], count: pairCounts.count)
 
     for round in 0..<rounds {
@@ -131,20 +137,27 @@ enum ScalingStudy {
         setup[index].append((ours.setupPerSource, c.setupPerSource, cFirst))
         close[index].append((ours.closePerSource, c.closePerSource, cFirst))
       }
-      let busyRates = try inOrder(cFirst) {
-        try busyPasses(window: window).perSecond
-      } c: {
-        try cWindowed("crb_busy_passes") { crb_busy_passes(window, $0, $1) }.perSecond
+      for withDescriptor in [false, true] {
+        let busyRates = try inOrder(cFirst) {
+          try busyPasses(window: window, idleDescriptor: withDescriptor).perSecond
+        } c: {
+          try cWindowed("crb_busy_passes") { crb_busy_passes(window, $0, $1) }.perSecond
+        }
+        let runs = try inOrder(cFirst) {
+          try zeroLengthRuns(window: window, idleDescriptor: withDescriptor).nanosecondsEach
+        } c: {
+          try cWindowed("crb_zero_timeout_waits") {
+            crb_zero_timeout_waits(window, $0, $1)
+          }.nanosecondsEach
+        }
+        if withDescriptor {
+          busyWithDescriptor.append((busyRates.ours, busyRates.c, cFirst))
+          zeroWithDescriptor.append((runs.ours, runs.c, cFirst))
+        } else {
+          busy.append((busyRates.ours, busyRates.c, cFirst))
+          zero.append((runs.ours, runs.c, cFirst))
+        }
       }
-      busy.append((busyRates.ours, busyRates.c, cFirst))
-      let runs = try inOrder(cFirst) {
-        try zeroLengthRuns(window: window).nanosecondsEach
-      } c: {
-        try cWindowed("crb_zero_timeout_waits") {
-          crb_zero_timeout_waits(window, $0, $1)
-        }.nanosecondsEach
-      }
-      zero.append((runs.ours, runs.c, cFirst))
       for (index, pairs) in pairCounts.enumerated() {
         let trips = try pingPongRound(pairs: pairs, window: window, cFirst: cFirst)
         pingPong[index].append((trips.ours, trips.c, cFirst))
@@ -165,6 +178,8 @@ enum ScalingStudy {
       },
       busyPassesPerSecond: ScalingFigure(busy),
       zeroLengthRunNanoseconds: ScalingFigure(zero),
+      busyPassesWithDescriptorPerSecond: ScalingFigure(busyWithDescriptor),
+      zeroLengthRunWithDescriptorNanoseconds: ScalingFigure(zeroWithDescriptor),
       pingPong: pairCounts.indices.map { index in
         PingPongScaling(
           pairs: pairCounts[index], roundTripsPerSecond: ScalingFigure(pingPong[index]))
@@ -288,8 +303,9 @@ enum ScalingStudy {
   }
 
   /// A manual source that signals itself from its perform, so every pass performs it once and
-  /// the loop never sleeps; passes counted over the window.
-  private static func busyPasses(window: Int64) throws -> Windowed {
+  /// the loop never sleeps; passes counted over the window. With `idleDescriptor`, the mode
+  /// also watches a pipe nobody writes, so every pass looks at the kernel.
+  private static func busyPasses(window: Int64, idleDescriptor: Bool) throws -> Windowed {
     let passes = TaskCounter()
     return try withBareLoop(on: -1) { loop in
       let slot = SourceSlot()
@@ -299,10 +315,12 @@ enum ScalingStudy {
       }
       slot.source = source
       try loop.add(source, to: .default)
+      let idle = idleDescriptor ? try IdlePipe(on: loop) : nil
       source.signal()
       return {
         slot.source = nil
         source.invalidate()
+        idle?.close()
       }
     } while: { _ in
       try sampleWindow(passes, window: window)
@@ -310,19 +328,23 @@ enum ScalingStudy {
   }
 
   /// `loop.run(in: .default, for: .zero)` over and over on a fresh thread's loop, whose mode
-  /// holds one manual source that is never signalled, in batches of 1 024 until `window` has
-  /// passed (the first batch untimed, as the C floor's).
-  private static func zeroLengthRuns(window: Int64) throws -> Windowed {
+  /// holds one manual source that is never signalled (and with `idleDescriptor` a pipe nobody
+  /// writes), in batches of 1 024 until `window` has passed (the first batch untimed, as the C
+  /// floor's).
+  private static func zeroLengthRuns(window: Int64, idleDescriptor: Bool) throws -> Windowed {
     let outcome = Mutex<Result<Windowed, ScalingError>?>(nil)
     let thread = PosterThread(count: 1) {
       let loop = Loop.current
       let idle = ManualSource(label: nil, order: 0) {}
+      let pipe: IdlePipe?
       do {
         try loop.add(idle, to: .default)
+        pipe = idleDescriptor ? try IdlePipe(on: loop) : nil
       } catch {
         outcome.withLock { $0 = .failure(ScalingError(description: "adding a source: \(error)")) }
         return
       }
+      defer { pipe?.close() }
       for _ in 0..<1_024 { loop.run(in: .default, for: .zero) }
       var runs: Int64 = 0
       let start = crb_now_ns()
@@ -559,6 +581,14 @@ extension Report {
     row(
       "zero-length run(in:for: .zero), per run (C: one epoll_wait(0))",
       scaling.zeroLengthRunNanoseconds
+    ) { formatNanoseconds($0) }
+    row(
+      "loop passes/s as above, one idle descriptor in the mode",
+      scaling.busyPassesWithDescriptorPerSecond,
+      formatRate)
+    row(
+      "zero-length run as above, one idle descriptor in the mode",
+      scaling.zeroLengthRunWithDescriptorNanoseconds
     ) { formatNanoseconds($0) }
     for pingPong in scaling.pingPong {
       row(

@@ -43,7 +43,8 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
     activities: Loop.Activity, repeats: Bool, order: Int,
     isolatedHandler handler: @escaping Handler, releasesOnLoopThread: Bool
   ) {
-    self.binding = ItemBinding(kind: "LoopObserver", releasesOnLoopThread: releasesOnLoopThread)
+    self.binding = ItemBinding.make(
+      kind: "LoopObserver", releasesOnLoopThread: releasesOnLoopThread)
     self.activities = activities
     self.repeats = repeats
     self.order = order

@@ -73,7 +73,8 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     cancel: (@Sendable (Loop, Loop.Mode) -> Void)? = nil,
     isolatedPerform perform: @escaping () -> Void, releasesOnLoopThread: Bool
   ) {
-    self.binding = ItemBinding(kind: "ManualSource", releasesOnLoopThread: releasesOnLoopThread)
+    self.binding = ItemBinding.make(
+      kind: "ManualSource", releasesOnLoopThread: releasesOnLoopThread)
     self.label = label
     self.order = order
     self.callbacks = Callbacks(schedule: schedule, cancel: cancel, perform: perform)

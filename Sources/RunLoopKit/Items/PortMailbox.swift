@@ -12,7 +12,7 @@
 // @unchecked Sendable: every mutable field is guarded by `lock`.
 final class PortMailbox<Message: Sendable>: AcceptedMessages, @unchecked Sendable {
   let eventFD: EventFD
-  private let lock = Lock()
+  private let lock = Lock.make()
   /// The queue, in the class's own fields rather than a `Buffer`: a generic struct in a field
   /// costs a metadata lookup on every access from unspecialised code.
   @exclusivity(unchecked) private var queueBase: UnsafeMutablePointer<Message>

@@ -162,7 +162,7 @@ public final class SignalSource: Sendable {
 final class SignalWatch: DescriptorMembership, @unchecked Sendable {  // state under `lock`
   let signal: Int32
   let eventFD: EventFD
-  private let lock = Lock()
+  private let lock = Lock.make()
   /// The handler slot while the source is in a mode.
   private var slot: Int32?
   /// Deliveries counted before the source last left its modes, not yet handed out.

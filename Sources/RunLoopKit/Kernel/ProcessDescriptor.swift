@@ -5,7 +5,7 @@ import Glibc
 /// watches, and the `waitid(P_PIDFD)` that reaps the child through it.
 final class ProcessDescriptor: @unchecked Sendable {  // `closed` is guarded by `lock`
   let fd: Int32
-  private let lock = Lock()
+  private let lock = Lock.make()
   private var closed = false
 
   /// Opens a pidfd of `processID`, which must be a child of this process.

@@ -19,7 +19,8 @@ enum SignalRegistry {
     var watchers: [Int32: Int] = [:]
   }
 
-  private static let lock = Lock()
+  // A `Lock` is not `Sendable` (a `ManagedBuffer`), but its mutex is what makes it safe to share.
+  nonisolated(unsafe) private static let lock = Lock.make()
   nonisolated(unsafe) private static var state = State()  // guarded by `lock`
 
   /// Starts counting `signal` into a free slot that writes to `eventFD`, installing the

@@ -76,6 +76,16 @@ extension Loop {
       lock.lock()
       (epoll, policy) = prepareToWaitLocked(in: mode)
       commitment = commitToWaitLocked(poll: true, spun: false, in: mode, until: deadline)
+      if !kernelLookNeededLocked(mode) {
+        // Still in the same hold: a look that neither spins nor sleeps has no trace to record
+        // and nothing for the adaptive policy to learn.
+        counters.looksWithoutKernel += 1
+        let wait = KernelWait(timerDue: commitment.timerDue)
+        let (result, _) = sortOutWakeLocked(
+          found: nil, wait: wait, from: epoll, in: mode, naming: false)
+        lock.unlock()
+        return result
+      }
       lock.unlock()
       spin = SpinOutcome()
     } else {
@@ -222,6 +232,21 @@ extension Loop {
         sleptAt: sleepStart, futexSeen: futex.value, futexDeadline: until,
         pollAfterSleep: mode.rebuildFailed)
     }
+  }
+
+  /// Whether a look that does not sleep must ask the kernel: only when `mode`'s epoll set
+  /// holds something whose readiness the loop cannot know otherwise. A mode with no
+  /// descriptor to watch (the one that sleeps on the futex) holds only the loop's own: the
+  /// wake-up eventfd, whose writes only end sleeps (the work they announce is in the post
+  /// queue, a drain before the next epoll sleep empties it, and a look counts no wake), and
+  /// the timerfd, whose date the clock already answered (`Commitment.timerDue`). Such a pass
+  /// makes no syscall, where CF and libuv poll every pass: the kernel has nothing to say.
+  /// An embedded mode's set is what its host watches, so its looks keep draining it; a set
+  /// that may hold registrations the loop lost track of (or could not rebuild) is looked at.
+  @inline(__always)
+  func kernelLookNeededLocked(_ mode: ModeState) -> Bool {
+    !mode.descriptors.isEmpty || mode.rebuildFailed || !mode.untrackedTokens.isEmpty
+      || embeddedMode === mode
   }
 
   /// Decides, for a sleep in `mode`'s epoll set, what ends it at the mode's timer date, and

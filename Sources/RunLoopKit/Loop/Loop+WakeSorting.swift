@@ -8,11 +8,22 @@ extension Loop {
   func sortOutWake(
     spin: SpinOutcome, wait: KernelWait, from epoll: Epoll, in mode: ModeState, naming: Bool
   ) -> (WakeResult, [LoopTracer.WakeCause]) {
-    var result = WakeResult()
-    var wokenBy: [LoopTracer.WakeCause] = []
     // Read before the lock: the locked closure would capture (copy) the whole outcome.
     let found = spin.found
-    lock.withLock {
+    lock.lock()
+    let sorted = sortOutWakeLocked(found: found, wait: wait, from: epoll, in: mode, naming: naming)
+    lock.unlock()
+    return sorted
+  }
+
+  /// `sortOutWake` under the loop's lock; `found` is what a spin found instead of a wait.
+  @inline(__always)
+  func sortOutWakeLocked(
+    found: [Epoll.Event]?, wait: KernelWait, from epoll: Epoll, in mode: ModeState, naming: Bool
+  ) -> (WakeResult, [LoopTracer.WakeCause]) {
+    var result = WakeResult()
+    var wokenBy: [LoopTracer.WakeCause] = []
+    do {
       sleeping = false
       // A wake-up sent to this wait is answered now; one asked for since (`wakeRequested`)
       // still waits for the next pass. Sequentially consistent: see `wakeUp`.

@@ -25,7 +25,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   // be, since that path runs right after a sleep, on cold caches. Mutable fields are guarded
   // by `lock` unless they say otherwise; `@exclusivity(unchecked)` because the lock already
   // makes each access exclusive, and Swift's dynamic checks cost ~90 ns per post.
-  let lock = Lock()
+  let lock = Lock.make()
   /// Blocks just posted, queued without the lock (see the type); whoever holds the lock may
   /// move them into `blocks`. Its refusals are set when the thread exits (or is about to) and
   /// when a resident thread stops.

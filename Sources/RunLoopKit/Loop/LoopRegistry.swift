@@ -7,7 +7,7 @@ import Glibc
 final class LoopRegistry: @unchecked Sendable {  // `loops` is guarded by `lock`
   static let shared = LoopRegistry()
 
-  private let lock = Lock()
+  private let lock = Lock.make()
   private var loops: [pthread_t: Loop] = [:]
   private let key: pthread_key_t
   /// The `VirtualLoop` the thread drives now, if any: `Loop.current` answers it before the

@@ -9,7 +9,7 @@
 /// (a second entry, from a source that joined a mode signalled and was performed before the
 /// loop took the first, finds it already placed or no longer signalled, and is dropped).
 final class SignalInbox: @unchecked Sendable {  // `sources` is guarded by `lock`
-  private let lock = Lock()
+  private let lock = Lock.make()
   @exclusivity(unchecked) private var sources: [ManualSource] = []
 
   func append(_ source: ManualSource) {

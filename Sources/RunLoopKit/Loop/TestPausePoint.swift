@@ -66,7 +66,7 @@ enum TestPausePoint: Hashable, Sendable {
         let object: ObjectIdentifier
       }
 
-      private let lock = Lock()
+      private let lock = Lock.make()
       private var actions: [Key: @Sendable () -> Void] = [:]
       private let armed = Atomic<Int>(0)
 

@@ -228,7 +228,7 @@ public final class ResidentThread: Sendable {
 /// Carries a non-escaping body to the resident thread and its result back, while the caller
 /// blocks in `waitForResult`, so the body is never used by two threads at once.
 private final class Handoff<T>: @unchecked Sendable {  // fields guarded by `lock`
-  private let lock = Lock()
+  private let lock = Lock.make()
   private let done = Condition()
   private var body: (() throws -> T)?
   private var result: Result<T, any Error>?

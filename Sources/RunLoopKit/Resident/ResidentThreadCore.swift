@@ -11,7 +11,7 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
   enum State { case starting, running, stopping, exited }
 
   let configuration: ThreadConfiguration
-  let lock = Lock()
+  let lock = Lock.make()
   private let changed = Condition()
 
   private var state = State.starting

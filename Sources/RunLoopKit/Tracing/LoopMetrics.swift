@@ -7,6 +7,10 @@ extension Loop {
     /// Returns from the kernel wait, `epoll_wait` or the futex (including polls and returns
     /// after spinning).
     public var waits: UInt64 = 0
+    /// Of the `waits`, the looks without sleeping that asked the kernel nothing: in a mode
+    /// with no descriptor to watch, the loop knows without `epoll_wait` all that it would say
+    /// (see *Anatomy of an iteration*), so such a pass makes no syscall.
+    public var looksWithoutKernel: UInt64 = 0
     /// Waits that actually blocked in the kernel, and what ended them. One wake can have
     /// several causes (a timer and a descriptor ready together); each is counted.
     public var wakes = WakeCauses()

@@ -71,11 +71,11 @@ public final class LoopTracer: @unchecked Sendable {  // state: `lock`; inbox: `
   /// When the tracer was made, on CLOCK_MONOTONIC.
   private let createdAt: LoopClock.Instant
   /// A pthread mutex, not `Mutex`, so ThreadSanitizer sees the synchronisation.
-  private let lock = Lock()
+  private let lock = Lock.make()
   private var state: State
   /// What threads holding the followed loop's lock sent it (see `post`), until a read or a
   /// record under `lock` takes it. A leaf lock: taken under the loop's, and under `lock`.
-  private let inboxLock = Lock()
+  private let inboxLock = Lock.make()
   /// Guarded by `inboxLock`.
   private var inbox = Inbox()
   /// Mirrors `!inbox.posts.isEmpty`, so taking nothing costs no lock.

@@ -16,7 +16,7 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   private let nanoseconds: Atomic<Int64>
   /// See `VirtualLoop.autoAdvance`.
   let autoAdvance: Atomic<Bool>
-  private let lock = Lock()
+  private let lock = Lock.make()
   private var driver: pthread_t?
   private var depth = 0
   private var owner = pthread_self()
