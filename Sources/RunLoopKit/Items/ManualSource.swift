@@ -90,7 +90,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
 
   /// `signal()` followed by a wake-up of the loop the source belongs to.
   public func signalAndWake() {
-    markSignalled()?.wakeUpForSignal()
+    markSignalled()?.wakeUp()
   }
 
   /// Sets the flag and, when that changed it and the source is bound, hands the source to its

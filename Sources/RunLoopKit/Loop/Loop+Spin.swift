@@ -15,12 +15,10 @@ extension Loop {
 
   /// Spins first when the wait policy asks for it and no wake-up is already pending.
   func spinIfAsked(
-    _ policy: WaitPolicy, on epoll: Epoll, of mode: ModeState, until deadline: LoopClock.Instant?
+    _ policy: WaitPolicy, on epoll: Epoll, until deadline: LoopClock.Instant?
   ) -> SpinOutcome {
     // Checked before the adaptive policy is asked, so a pending wake-up uses up no skip.
-    guard policy != .sleep, !wakePending.load(ordering: .acquiring), !posted.mayHaveWaiting,
-      !signalledSinceLook(in: mode)
-    else {
+    guard policy != .sleep, !wakePending.load(ordering: .acquiring), !posted.mayHaveWaiting else {
       return SpinOutcome()
     }
     let window: Duration?
@@ -36,26 +34,22 @@ extension Loop {
     let traced = tracing.load(ordering: .relaxed)
     // Otherwise the clock is read only for a tracer: work found by spinning goes out at once.
     guard learning || traced else {
-      return SpinOutcome(
-        ran: true, found: spin(on: epoll, of: mode, window: window, until: deadline))
+      return SpinOutcome(ran: true, found: spin(on: epoll, window: window, until: deadline))
     }
     let start = LoopClock.Instant.now
-    let found = spin(on: epoll, of: mode, window: window, until: deadline)
+    let found = spin(on: epoll, window: window, until: deadline)
     let end = LoopClock.Instant.now
     return SpinOutcome(
       ran: true, found: found, interval: traced ? (start, end) : nil,
       began: learning ? start : nil, foundAt: learning && found != nil ? end : nil)
   }
 
-  /// Spins (checking the wake flag, the post queue and the signal count at every turn, and the
-  /// mode's epoll set every few turns)
+  /// Spins (checking the wake flag at every turn and the mode's epoll set every few turns)
   /// until work shows up or the window ends. Returns the epoll events if any arrived, an empty
   /// list if a wake-up was posted, or nil when the window passed with nothing to do.
   func spin(
-    on epoll: Epoll, of mode: ModeState, window: Duration?, until deadline: LoopClock.Instant?
+    on epoll: Epoll, window: Duration?, until deadline: LoopClock.Instant?
   ) -> [Epoll.Event]? {
-    // A signal since the pass looked ends the spin as a wake-up would (see `wakeUpForSignal`).
-    let quiet = mode.quietManualSignals
     let start = LoopClock.Instant.now
     let windowEnd = window.map { start.advanced(by: $0) } ?? .distantFuture
     let end = min(windowEnd, deadline ?? .distantFuture)
@@ -63,7 +57,6 @@ extension Loop {
     while true {
       if wakePending.load(ordering: .acquiring) { return [] }
       if posted.mayHaveWaiting { return [] }
-      if manualSignals.load(ordering: .relaxed) != quiet { return [] }
       // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
       // and timers can afford a few turns' delay.
       if turn % 16 == 0 {

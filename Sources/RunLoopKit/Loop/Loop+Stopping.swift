@@ -43,21 +43,6 @@ extension Loop {
     send(lock.withLock { requestWakeLocked() })
   }
 
-  /// `wakeUp()` after a manual source's signal moved the signal count (`handOverLocked`, or
-  /// the signal that set the flag first, which this caller's lock on the source came after):
-  /// only a loop that says it sleeps needs waking. A loop that does not finds the count moved
-  /// itself, before it sleeps (`commitToWait`) or while it spins, and makes one more pass, as
-  /// a wake-up would have made it: so a thread signalling a busy loop flat out never takes the
-  /// loop's lock, which the loop takes every pass. Sequentially consistent against the loop's
-  /// saying it sleeps (`asleep`), which it does before it reads the count: either this reads
-  /// `asleep` set and wakes it, or the loop reads the count this signal moved. A virtual
-  /// loop's wait watches neither, and is always told.
-  @inline(__always)
-  func wakeUpForSignal() {
-    guard virtualClock != nil || asleep.load(ordering: .sequentiallyConsistent) else { return }
-    wakeUp()
-  }
-
   /// True while the loop's thread is blocked in the kernel waiting for something to happen;
   /// false inside every callback.
   public var isWaiting: Bool { lock.withLock { sleeping } }

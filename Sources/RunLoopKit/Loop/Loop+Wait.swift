@@ -92,7 +92,7 @@ extension Loop {
       lock.lock()
       (epoll, policy) = prepareToWaitLocked(in: mode)
       lock.unlock()
-      spin = spinIfAsked(policy, on: epoll, of: mode, until: deadline)
+      spin = spinIfAsked(policy, on: epoll, until: deadline)
       // A spin that ran into the deadline leaves nothing to sleep for. (The clock is read
       // only when the window ran out, on the way to a sleep.)
       let spunOut = spin.ran && spin.found == nil && deadline.map { $0 <= .now } == true
@@ -204,10 +204,9 @@ extension Loop {
       if sleeping {
         // Said before the last look at the posted blocks: a poster that writes its block
         // after this look finds `asleep` set and wakes the sleep (see `PostQueue`). Blocks
-        // another thread moved out of the queue meanwhile (`hasBlocksLocked`) count too. The
-        // same for a manual source signalled since the pass looked (`wakeUpForSignal`).
+        // another thread moved out of the queue meanwhile (`hasBlocksLocked`) count too.
         asleep.store(true, ordering: .sequentiallyConsistent)
-        if posted.hasWaiting || !blocks.isEmpty || signalledSinceLook(in: mode) {
+        if posted.hasWaiting || !blocks.isEmpty {
           asleep.store(false, ordering: .relaxed)
           sleeping = false
         }
@@ -233,14 +232,6 @@ extension Loop {
         sleptAt: sleepStart, futexSeen: futex.value, futexDeadline: until,
         pollAfterSleep: mode.rebuildFailed)
     }
-  }
-
-  /// Whether a manual source of this loop was signalled since the pass's look at `mode`'s
-  /// found the mode quiet: a wake-up `wakeUpForSignal` left to the loop to find. Any source,
-  /// of any mode, as a wake-up would end the wait whatever it was for. Loop's thread only.
-  @inline(__always)
-  func signalledSinceLook(in mode: ModeState) -> Bool {
-    manualSignals.load(ordering: .sequentiallyConsistent) != mode.quietManualSignals
   }
 
   /// Whether a look that does not sleep must ask the kernel: only when `mode`'s epoll set
