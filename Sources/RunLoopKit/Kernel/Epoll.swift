@@ -131,7 +131,11 @@ final class Epoll: @unchecked Sendable {  // fd is immutable; isClosed under the
     if count < 0 {
       let code = crl_errno()
       if code == EINTR { return nil }
-      throw .system(SystemError(operation: "epoll_pwait2", subject: "epoll fd \(fd)", errno: code))
+      // A look (zero timeout) is a plain epoll_wait; a wait with a timeout, epoll_pwait2
+      // where the kernel has it (see `crl_epoll_wait`).
+      let call =
+        timeoutNanoseconds == 0 || !Epoll.timeoutsArePrecise ? "epoll_wait" : "epoll_pwait2"
+      throw .system(SystemError(operation: call, subject: "epoll fd \(fd)", errno: code))
     }
     return Int(count)
   }
