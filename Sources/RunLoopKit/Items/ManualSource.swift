@@ -94,7 +94,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   }
 
   /// Sets the flag and, when that changed it and the source is bound, hands the source to its
-  /// loop (`Loop.sourceSignalled`). Returns the loop the source is bound to, if any.
+  /// loop (`Loop.handOverLocked`). Returns the loop the source is bound to, if any.
   private func markSignalled() -> Loop? {
     binding.lock.lock()
     let owner = binding.ownerUnlocked

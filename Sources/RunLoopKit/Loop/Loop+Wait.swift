@@ -240,7 +240,8 @@ extension Loop {
   /// wake-up eventfd, whose writes only end sleeps (the work they announce is in the post
   /// queue, a drain before the next epoll sleep empties it, and a look counts no wake), and
   /// the timerfd, whose date the clock already answered (`Commitment.timerDue`). Such a pass
-  /// makes no syscall, where CF and libuv poll every pass: the kernel has nothing to say.
+  /// makes no syscall, where CF polls its port set every pass (libuv skips its poll the same
+  /// way when it watches no descriptor): the kernel has nothing to say.
   /// An embedded mode's set is what its host watches, so its looks keep draining it; a set
   /// that may hold registrations the loop lost track of (or could not rebuild) is looked at.
   @inline(__always)

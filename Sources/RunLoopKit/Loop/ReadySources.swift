@@ -14,7 +14,8 @@
 final class ReadySources {
   struct Entry {
     let order: Int
-    /// The source's `signalSequence` when it got here: unchanged while it stays signalled.
+    /// The source's signal tick (`ManualSource.signalKey`) when it got here: unchanged while
+    /// it stays signalled.
     let sequence: UInt64
     /// When it got here, by the loop's `readyStamps`: a phase performs only sources that were
     /// here when it began, as CF performs only those its walk collected.
