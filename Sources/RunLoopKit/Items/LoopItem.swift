@@ -82,7 +82,7 @@ extension ManualSource: BoundItem {
     slots.append(Slot(mode: mode))
     mode.manualSources.insert(self, slot: slots.count - 1)
     // Signalled before it joined the mode the loop waits in: runnable now, so it goes on the
-    // mode's ready heap, and the loop must look again and must not sleep past it (a signal
+    // mode's ready sources, and the loop must look again and must not sleep past it (a signal
     // alone never wakes; joining a mode is not a signal).
     let key = signalKey
     if key.signalled {

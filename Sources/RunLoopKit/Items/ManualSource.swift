@@ -33,10 +33,10 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   /// the inbox reads it for every source signalled, and the lock is one cache miss more per
   /// source once a loop holds many.
   private let signalState = Atomic<UInt64>(0)
-  /// A mode this source is in, and where the source sits in that mode's ready heap.
+  /// A mode this source is in, and where the source sits in that mode's ready sources.
   struct Slot {
     /// Unowned: a source leaves every mode before the loop lets the mode go (teardown detaches
-    /// every item first), and reading it on each heap move then costs no reference counting.
+    /// every item first), and reading it on each move among the ready sources then costs no reference counting.
     unowned(unsafe) let mode: ModeState
     var readyIndex = ReadySources.absent
     /// Where the source sits in the mode's `ManualSourceList`.
@@ -174,10 +174,10 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
     }
   }
 
-  /// Records where the source sits in `heap` (a mode's `ReadySources`). Under the loop's lock.
+  /// Records where the source sits in `ready` (a mode's `ReadySources`). Under the loop's lock.
   @inline(__always)
-  func setReadyIndex(_ index: Int, in heap: ReadySources) {
-    for position in slots.indices where slots[position].mode.ready === heap {
+  func setReadyIndex(_ index: Int, in ready: ReadySources) {
+    for position in slots.indices where slots[position].mode.ready === ready {
       slots[position].readyIndex = index
       return
     }

@@ -1,5 +1,5 @@
-/// A manual source's modes and where it sits in each mode's ready heap, with the first kept
-/// inline: nearly every source is in one mode, and finding its heap index then costs no second
+/// A manual source's modes and where it sits in each mode's ready sources, with the first kept
+/// inline: nearly every source is in one mode, and finding its index there then costs no second
 /// allocation to chase — a cache miss per signal taken from the inbox once a loop holds a
 /// million sources (as `TimerSlots` does for timers). Guarded by the owner loop's lock.
 struct ManualSourceSlots: RandomAccessCollection, MutableCollection {

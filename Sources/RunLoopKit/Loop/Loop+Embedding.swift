@@ -96,7 +96,7 @@ extension Loop {
     // Already asleep between passes: a pass of an empty mode never ran, so nothing changed.
     guard !tornDown, frames.isEmpty, !embeddedIdle.load(ordering: .relaxed) else { return .none }
     mode.prepareTimer(arming: true)
-    let requested = wakeRequested
+    let requested = wakeAskedForLocked
     clearWakeRequestLocked()
     sleeping = true
     sleepingOnFutex = false
@@ -106,10 +106,13 @@ extension Loop {
     wakeWritten = false
     // Said before the last looks below, sequentially consistent on both sides: a poster that
     // writes its block after the look finds `asleep` set and wakes the loop (see
-    // `PostQueue`), and a signaller that counts after the look finds `embeddedIdle` set.
+    // `PostQueue`), a signaller that counts after the look finds `embeddedIdle` set, and a
+    // `wakeUp()` that asks after the look finds `asleep` set and takes the lock.
     asleep.store(true, ordering: .sequentiallyConsistent)
     embeddedIdle.store(true, ordering: .sequentiallyConsistent)
-    let pending = requested || hasUnseenSignalsLocked(in: mode) || hasBlocksLocked(for: mode.mode)
+    let pending =
+      requested || wakeAsked.exchange(false, ordering: .sequentiallyConsistent)
+      || hasUnseenSignalsLocked(in: mode) || hasBlocksLocked(for: mode.mode)
     return pending ? requestWakeLocked() : .none
   }
 

@@ -167,7 +167,7 @@ extension Loop {
   }
 
   /// Performs signalled manual sources by order, then by signal time. Returns whether any ran.
-  /// Looks only at what was signalled (the inbox, then the mode's ready heap), never at the
+  /// Looks only at what was signalled (the inbox, then the mode's ready sources), never at the
   /// mode's other sources.
   func performManualSources(in mode: ModeState, onlyOne: Bool) -> Bool {
     // Nothing signalled since this mode last looked and found nothing: looking again would
@@ -180,7 +180,7 @@ extension Loop {
     lock.lock()
     mode.manualLooks += 1
     takeSignalInboxLocked()
-    // The sources ready now are this phase's; any that join the heap during it wait.
+    // The sources ready now are this phase's; any that join them during it wait.
     let cutoff = readyStamps
     var next = takeReadySourceLocked(in: mode, stampedBy: cutoff)
     guard next != nil else {

@@ -106,6 +106,17 @@ extension Loop {
     if wakePending.load(ordering: .relaxed) {
       _ = wakePending.exchange(false, ordering: .sequentiallyConsistent)
     }
+    if wakeAsked.load(ordering: .relaxed) {
+      _ = wakeAsked.exchange(false, ordering: .sequentiallyConsistent)
+    }
+  }
+
+  /// Whether a wake-up was asked for and not answered yet, with the lock (`wakeRequested`) or
+  /// without it (`wakeAsked`). A request this misses was asked for after the caller said its
+  /// sleep (`asleep`), and so took the lock and wakes that sleep; see `wakeUp`.
+  @inline(__always)
+  var wakeAskedForLocked: Bool {
+    wakeRequested || wakeAsked.load(ordering: .relaxed)
   }
 
   func requestWakeLocked() -> WakeSignal {

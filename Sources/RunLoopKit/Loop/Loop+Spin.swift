@@ -18,7 +18,9 @@ extension Loop {
     _ policy: WaitPolicy, on epoll: Epoll, until deadline: LoopClock.Instant?
   ) -> SpinOutcome {
     // Checked before the adaptive policy is asked, so a pending wake-up uses up no skip.
-    guard policy != .sleep, !wakePending.load(ordering: .acquiring), !posted.mayHaveWaiting else {
+    guard policy != .sleep, !wakePending.load(ordering: .acquiring),
+      !wakeAsked.load(ordering: .acquiring), !posted.mayHaveWaiting
+    else {
       return SpinOutcome()
     }
     let window: Duration?
@@ -55,7 +57,9 @@ extension Loop {
     let end = min(windowEnd, deadline ?? .distantFuture)
     var turn = 0
     while true {
-      if wakePending.load(ordering: .acquiring) { return [] }
+      if wakePending.load(ordering: .acquiring) || wakeAsked.load(ordering: .acquiring) {
+        return []
+      }
       if posted.mayHaveWaiting { return [] }
       // A syscall per turn would slow the spin that posters of blocks rely on; descriptors
       // and timers can afford a few turns' delay.

@@ -190,7 +190,7 @@ extension Loop {
   ) -> Commitment {
     do {
       var poll = poll
-      if wakeRequested {
+      if wakeAskedForLocked {
         clearWakeRequestLocked()
         poll = true
       }
@@ -205,10 +205,16 @@ extension Loop {
         // Said before the last look at the posted blocks: a poster that writes its block
         // after this look finds `asleep` set and wakes the sleep (see `PostQueue`). Blocks
         // another thread moved out of the queue meanwhile (`hasBlocksLocked`) count too.
+        // A wake-up asked for without the lock after the check above is read here, as the
+        // posted blocks are (see `wakeUp`).
+        TestPausePoint.reach(.sleepDecided, by: self)
         asleep.store(true, ordering: .sequentiallyConsistent)
-        if posted.hasWaiting || !blocks.isEmpty {
+        if posted.hasWaiting || !blocks.isEmpty
+          || wakeAsked.load(ordering: .sequentiallyConsistent)
+        {
           asleep.store(false, ordering: .relaxed)
           sleeping = false
+          _ = wakeAsked.exchange(false, ordering: .sequentiallyConsistent)
         }
       }
       sleepStart = sleeping ? .now : nil

@@ -25,8 +25,8 @@ extension Loop {
     var wokenBy: [LoopTracer.WakeCause] = []
     do {
       sleeping = false
-      // A wake-up sent to this wait is answered now; one asked for since (`wakeRequested`)
-      // still waits for the next pass. Sequentially consistent: see `wakeUp`.
+      // A wake-up sent to this wait is answered now; one asked for since (`wakeRequested`,
+      // `wakeAsked`) still waits for the next pass. Sequentially consistent: see `wakeUp`.
       if !wakeRequested && wakePending.load(ordering: .relaxed) {
         _ = wakePending.exchange(false, ordering: .sequentiallyConsistent)
       }

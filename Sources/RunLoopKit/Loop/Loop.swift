@@ -41,8 +41,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var wakeFD: EventFD?
   /// True while the loop thread is (about to be) blocked in the kernel.
   @exclusivity(unchecked) var sleeping = false
-  /// A wake-up arrived while the loop was busy (`wakeUp()`, a source or a timer changed from
-  /// another thread; posts are seen in the post queue instead): its next wait must not block.
+  /// A wake-up arrived while the loop was busy (a source or a timer changed from another
+  /// thread, a nested run's return; posts are seen in the post queue, and `wakeUp()` leaves
+  /// `wakeAsked` instead): its next wait must not block.
   @exclusivity(unchecked) var wakeRequested = false
   /// A wake-up has been sent (eventfd write or futex wake) since the loop last prepared to
   /// wait; further wakes need no syscall.
@@ -84,6 +85,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let tracing = Atomic<Bool>(false)
   /// Mirrors `wakeRequested` for a spinning loop, which must not take the lock on every turn.
   let wakePending = Atomic<Bool>(false)
+  /// A wake-up `wakeUp()` asked for without the lock, of a loop it did not find asleep: read
+  /// with `wakeRequested` wherever that is, and once more after a sleep is said (`asleep`).
+  let wakeAsked = Atomic<Bool>(false)
   /// Blocks taken out of `posted` and not yet drained, in the order posted (older than any
   /// block still in `posted`).
   @exclusivity(unchecked) var blocks: [QueuedBlock] = []
@@ -150,7 +154,7 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// The latest clock reading a run on the loop's thread took (see `hasPassed`); loop's
   /// thread only.
   @exclusivity(unchecked) var clockFloor = LoopClock.Instant(nanoseconds: .min)
-  /// Stamps entries of the ready heaps (see `ReadySources.Entry.stamp`). Under the lock.
+  /// Stamps entries of the ready sources (see `ReadySources.Entry.stamp`). Under the lock.
   @exclusivity(unchecked) var readyStamps: UInt64 = 0
   /// When the outermost active run started, and when the current sleep began: `metrics`
   /// adds the time since to `timeRunning` and `timeAsleep`, so a loop that never returns

@@ -1,5 +1,5 @@
 /// The manual sources signalled since the loop last looked, in the order they were signalled:
-/// how a signal reaches the ready heaps (`ReadySources`) of its source's modes without the
+/// how a signal reaches the ready sources (`ReadySources`) of its source's modes without the
 /// signalling thread taking the loop's lock.
 ///
 /// Its own lock, a leaf lock held for an append or a swap: a thread signalling flat out and

@@ -32,6 +32,9 @@ enum TestPausePoint: Hashable, Sendable {
   /// `ManualSource.signal()` set the flag and handed the source to its loop, and has let go of
   /// the source's lock. Keyed by the source.
   case signalHandedOver
+  /// A wait has decided to sleep and holds the loop's lock, before it says so (`asleep`).
+  /// Keyed by the loop.
+  case sleepDecided
 
   /// Runs the action armed for `point` and `object`, if any (once), on the calling thread.
   @inline(__always)

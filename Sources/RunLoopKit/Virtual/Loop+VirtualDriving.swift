@@ -30,7 +30,7 @@ extension Loop {
       // mode) is answered by a look, once: left set, it would answer every later wait too,
       // and the caller would spin. A nested run's return asks the outer run to look again,
       // which is not work from outside: inside a run it is only forgotten.
-      if wakeRequested {
+      if wakeAskedForLocked {
         clearWakeRequestLocked()
         if frames.isEmpty { return false }
       }
@@ -38,11 +38,13 @@ extension Loop {
       // wake (between two of the caller's looks): a timer made due, a source that joined
       // the mode signalled. The caller runs a pass for it instead.
       if mode.hasTimerDue(at: now) || hasUnseenSignalsLocked(in: mode) { return false }
-      // Said before the last look at the posted blocks, as `commitToWait` does.
+      // Said before the last look at the posted blocks and at a wake-up asked for without
+      // the lock, as `commitToWait` does.
       sleeping = true
       outsideWorkMode = name
       asleep.store(true, ordering: .sequentiallyConsistent)
-      guard hasBlocksLocked(for: name) else { return true }
+      let asked = wakeAsked.exchange(false, ordering: .sequentiallyConsistent) && frames.isEmpty
+      guard asked || hasBlocksLocked(for: name) else { return true }
       sleeping = false
       outsideWorkMode = nil
       asleep.store(false, ordering: .relaxed)

@@ -14,7 +14,7 @@ extension Loop {
     // sleeping, as `commitToWait` answers it.
     let poll = lock.withLock { () -> Bool in
       if posted.hasWaiting || !blocks.isEmpty { return true }
-      guard wakeRequested else { return asked }
+      guard wakeAskedForLocked else { return asked }
       clearWakeRequestLocked()
       return true
     }
