@@ -131,7 +131,7 @@ public final class DescriptorSource: @unchecked Sendable {  // binding.lock / lo
     self.beforeNextWait = beforeNextWait
     self.messages = messages
     self.binding = ItemBinding.make(
-      kind: "DescriptorSource", releasesOnLoopThread: releasesOnLoopThread)
+      kind: .descriptorSource, releasesOnLoopThread: releasesOnLoopThread)
     self.isMainQueue = isMainQueue
     self.ownsDescriptor = ownsDescriptor || isMainQueue || onTeardown != nil
     self.membership = membership

@@ -44,7 +44,7 @@ public final class LoopObserver: @unchecked Sendable {  // state under the loop 
     isolatedHandler handler: @escaping Handler, releasesOnLoopThread: Bool
   ) {
     self.binding = ItemBinding.make(
-      kind: "LoopObserver", releasesOnLoopThread: releasesOnLoopThread)
+      kind: .observer, releasesOnLoopThread: releasesOnLoopThread)
     self.activities = activities
     self.repeats = repeats
     self.order = order
