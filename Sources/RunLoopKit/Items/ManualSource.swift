@@ -14,6 +14,7 @@ public final class ManualSource: @unchecked Sendable {  // state under binding.l
   // thread touches, so that it reads one cache line of the source rather than two (with a
   // million sources, every line is a miss).
   let binding: ItemBinding
+  /// Guarded by `binding.lock`.
   /// 0 while the source is not signalled; when it is, the `SignalClock` tick of its signal,
   /// which keeps equal orders first-come first-served. Written under `binding.lock`, read
   /// without it where the reader needs no more than the value: taking the ready sources from

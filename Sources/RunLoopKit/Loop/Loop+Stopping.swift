@@ -54,8 +54,10 @@ extension Loop {
       send(lock.withLock { requestWakeLocked() })
       return
     }
-    if wakeAsked.load(ordering: .sequentiallyConsistent)
-      || wakeAsked.exchange(true, ordering: .sequentiallyConsistent)
+    // A read-modify-write even when the flag is set already, for the reason given above: the
+    // clearing then reads what this wrote (a plain load that found it set would leave the
+    // caller's earlier writes unordered with the pass that answers).
+    if wakeAsked.exchange(true, ordering: .sequentiallyConsistent)
       || !asleep.load(ordering: .sequentiallyConsistent)
     {
       return
