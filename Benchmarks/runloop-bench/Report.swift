@@ -20,6 +20,7 @@ struct Report: Codable {
   var tracer: TracerCostResult?
   var isolated: IsolatedLoopResult?
   var virtualTime: VirtualTimeResult?
+  var virtualTasks: VirtualTaskResult?
   var scaling: ScalingResult?
   var targets: [TargetCheck] = []
 }
@@ -130,6 +131,7 @@ extension Report {
     }
     printIsolatedLoop()
     printVirtualTime()
+    printVirtualTasks()
     printLateness(
       timerLateness,
       title: "Lateness of a 1 ms repeating timer (first five rows: interleaved rounds, each case\n"

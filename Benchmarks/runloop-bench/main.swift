@@ -60,6 +60,7 @@ if options.wants("isolated") {
 }
 if options.wants("virtual") {
   report.virtualTime = try VirtualTimeStudy.run(options, progress: progress)
+  report.virtualTasks = try await VirtualTaskStudy.run(options, progress: progress)
 }
 if options.wants("tracer") {
   report.tracer = try TracerCostStudy.run(options, progress: progress)

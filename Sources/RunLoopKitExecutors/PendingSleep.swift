@@ -21,6 +21,9 @@ final class PendingSleep: @unchecked Sendable {  // job is taken once, on the lo
   func fire() {
     guard let job else { return }
     self.job = nil
+    // Swift 6.3.1 resumes the task through a job on the global executor, which then hops
+    // back to this loop: a virtual loop's `runTask` must not move the clock meanwhile.
+    executor.loop.noteResumptionLeavingThread()
     job.runSynchronously(on: executor.asUnownedTaskExecutor())
   }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 
@@ -79,6 +80,59 @@ extension RunLoopKitTests {
       #expect(beats == 120)
       #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(3600)))
       // --- end ---
+    }
+
+    @Test("Article: runTask gives the backoff client's exact attempt times")
+    func runTaskBackoffArticle() throws {
+      // --- TestingCodeOnALoop.md: testing async code ---
+      let virtual = VirtualLoop()
+      let times = try virtual.runTask {
+        let client = BackoffClient(on: Loop.current)
+        _ = try await client.fetch(from: eighthAttemptAnswers)
+        return client.attempts.map { VirtualLoop.defaultStart.duration(to: $0) }
+      }
+      #expect(times == [0, 31, 63, 97, 135, 181, 243, 337].map { .seconds($0) })
+      #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(342)))
+      // --- end ---
+    }
+
+    @Test("Article: a debouncer typed at in runTask saves 300 ms after each pause")
+    func runTaskDebouncerArticle() throws {
+      // --- TestingCodeOnALoop.md: a debouncer in runTask ---
+      let virtual = VirtualLoop()
+      let saves = try virtual.runTask { () -> [Duration] in
+        let loop = Loop.current
+        var saves: [Duration] = []
+        let debouncer = Debouncer(delay: .milliseconds(300)) {
+          saves.append(VirtualLoop.defaultStart.duration(to: loop.now))
+        }
+        try debouncer.input()  // at 0
+        try await loop.sleep(for: .milliseconds(200))
+        try debouncer.input()  // at 200 ms: starts the 300 ms again
+        try await loop.sleep(for: .seconds(1))
+        try debouncer.input()  // at 1.2 s
+        try await loop.sleep(for: .seconds(1))
+        return saves
+      }
+      #expect(saves == [.milliseconds(500), .milliseconds(1500)])
+      // --- end ---
+    }
+
+    @Test("Every Swift snippet of Testing code that runs on a loop appears line for line in a test")
+    func articleSnippetsAreTests() throws {
+      let article = try PackageFiles.text(
+        "Sources/RunLoopKit/RunLoopKit.docc/TestingCodeOnALoop.md")
+      // The swift-clocks comparison is another library's code, not compiled here.
+      let snippets = ReadmeSnippets.swiftSnippets(in: article).filter {
+        $0.first != "// swift-clocks, for comparison"
+      }
+      #expect(snippets.count >= 10, "the article's Swift snippets were not found")
+      let tests = try PackageFiles.files(under: ["Tests"]).filter { $0.pathExtension == "swift" }
+        .map { ReadmeSnippets.codeLines(try String(contentsOf: $0, encoding: .utf8)) }
+      for snippet in snippets {
+        let found = tests.contains { ReadmeSnippets.contains($0, snippet) }
+        #expect(found, "no test holds the article's snippet that starts \"\(snippet.first ?? "")\"")
+      }
     }
 
     @Test("Article: step() reports one pass")

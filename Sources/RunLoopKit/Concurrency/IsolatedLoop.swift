@@ -277,14 +277,22 @@ public struct IsolatedLoop {
   /// (`pthread_self` and `pthread_equal` instead, two calls into libc, cost a fifth of a
   /// post, measured). A caller isolated to an actor makes closures isolated to that actor,
   /// which is sound only if this loop's thread is that actor's (see
-  /// `Loop.runsCode(isolatedTo:)`); a nonisolated caller passes nil.
+  /// `Loop.runsCode(isolatedTo:)`); a nonisolated caller passes nil. A virtual loop's thread
+  /// is whichever thread drives it (see `VirtualClock.claimForView`), so its views follow
+  /// the drive instead: an async test may resume elsewhere and keep them, and a view used
+  /// while another thread drives traps, on the thread that made it too.
   @inline(__always)
   func check(_ operation: @autoclosure () -> String, _ isolation: (any Actor)?) {
-    if crl_thread_marker() != thread {
+    let onThread = loop.virtualClock?.claimForView() ?? (crl_thread_marker() == thread)
+    if !onThread {
       loop.trapOffThread(
         "IsolatedLoop.\(operation())",
-        advice: "A view from assumeIsolated() must stay on the thread that made it: call "
-          + "assumeIsolated() again where the code runs, or hand the work over with loop.perform.")
+        advice: loop.isVirtual
+          ? "Another thread drives the VirtualLoop now: use its views in that drive's callouts "
+            + "(runTask, advance, asCurrent) or after it returns, or post with loop.perform."
+          : "A view from assumeIsolated() must stay on the thread that made it: call "
+            + "assumeIsolated() again where the code runs, or hand the work over with "
+            + "loop.perform.")
     }
     if let isolation { loop.requireRunsCode(isolatedTo: isolation, for: operation()) }
   }
@@ -341,7 +349,8 @@ extension IsolatedLoop {
     checking loop: Loop, resident: ResidentThreadCore?, isolation: (any Actor)?,
     entry: String, advice: String, file: StaticString, line: UInt
   ) {
-    if !(resident?.isCurrent ?? loop.isCurrent) {
+    let onThread = resident?.isCurrent ?? loop.virtualClock?.claimForView() ?? loop.isCurrent
+    if !onThread {
       loop.trapOffThread(entry, advice: advice, file: file, line: line)
     }
     if let isolation { loop.requireRunsCode(isolatedTo: isolation, for: entry) }

@@ -34,6 +34,7 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// runs on the loop's thread, in FIFO order, never inside another job of this loop. Traps
   /// once the loop's thread has exited.
   public func enqueue(_ job: consuming ExecutorJob) {
+    loop.virtualClock?.jobArrived()
     do throws(LoopError) {
       try loop.enqueueJob(UnownedJob(job))
     } catch {

@@ -38,6 +38,22 @@ enum Syscall {
     }
   }
 
+  /// Writes `text` to standard error (fd 2) whole, for diagnostics; a failed write is
+  /// dropped, as a diagnostic has nowhere else to go.
+  static func writeToStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { buffer in
+      var offset = 0
+      while offset < buffer.count {
+        let wrote = try? retryingEINTR("write", on: "standard error") {
+          Int32(truncatingIfNeeded: write(2, buffer.baseAddress! + offset, buffer.count - offset))
+        }
+        guard let wrote, wrote > 0 else { return }
+        offset += Int(wrote)
+      }
+    }
+  }
+
   /// Sleeps the calling thread for `duration` (`nanosleep`); a signal makes it sleep again for
   /// what is left.
   static func sleep(for duration: Duration) throws(LoopError) {

@@ -112,6 +112,7 @@ extension Loop {
     try lock.withLock { () throws(LoopError) in
       try checkAddableLocked(to: name)
       let newlyBound = try item.bind(to: self)
+      if newlyBound && item is LoopTimer { timersBound &+= 1 }
       do throws(LoopError) {
         if name == .common {
           guard !commonItems.contains(item) else { return }
@@ -159,6 +160,7 @@ extension Loop {
         throw error
       }
     }
+    if schedule.newlyBound { timersBound &+= 1 }
     mode._withUnsafeGuaranteedRef { mode in
       // A timer bound just now is in no mode yet: no need to look.
       if !schedule.newlyBound && timer.isMember(of: mode) { return }

@@ -144,6 +144,9 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   @exclusivity(unchecked) var spareDueTimers: [LoopTimer] = []
   /// How many times a mode's epoll set was rebuilt to shed a registration it could not remove.
   @exclusivity(unchecked) var epollRebuilds = 0
+  /// Timers (delayed blocks and sleeps included) bound to this loop so far: a `VirtualLoop`
+  /// reads it to tell that code meant for it scheduled on this thread's real loop instead.
+  @exclusivity(unchecked) var timersBound: UInt64 = 0
   /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
   /// it waits (the one field `lock` does not guard).
   @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()

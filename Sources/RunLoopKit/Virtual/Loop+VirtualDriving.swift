@@ -7,6 +7,11 @@ extension Loop {
 
   func hasBlocks(for mode: Mode) -> Bool { lock.withLock { hasBlocksLocked(for: mode) } }
 
+  /// A task resumption is leaving this loop's thread for Swift's global executor and will
+  /// come back as a job of the loop's executor (`Task.sleep` on a loop timer, in
+  /// RunLoopKitExecutors): on a virtual loop, `runTask` holds the clock until it is back.
+  package func noteResumptionLeavingThread() { virtualClock?.resumptionLeft() }
+
   /// Blocks in real time, in the mode's epoll set, until another thread brings something —
   /// a block or job (the wake-up eventfd), a port message, a ready descriptor, a signalled
   /// source that joins the mode or is woken, a timer added or moved to a date already due —

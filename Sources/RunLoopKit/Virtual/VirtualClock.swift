@@ -93,6 +93,45 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
     return lock.withLock { pthread_equal(driver ?? owner, me) != 0 }
   }
 
+  /// For a view from `assumeIsolated()` used on another thread than the one that made it: true
+  /// on the driving thread, and between drives on any thread, which becomes the owner (a
+  /// test that resumed on another thread after an `await` goes on where it left off). False
+  /// while another thread drives: the view's use would race with that drive.
+  func claimForView() -> Bool {
+    let me = pthread_self()
+    return lock.withLock {
+      if let driver { return pthread_equal(driver, me) != 0 }
+      owner = me
+      return true
+    }
+  }
+
+  /// Task resumptions that left the loop's thread for Swift's global executor on their way
+  /// back to the loop (a `Task.sleep` ended by a loop timer, RunLoopKitExecutors), not yet
+  /// back: `runTask` does not move the clock while one is away, or a later timer would fire
+  /// before the task it should follow. Each job that arrives on the loop's executor counts
+  /// one back.
+  private let resumptionsAway = Atomic<Int>(0)
+
+  func resumptionLeft() { resumptionsAway.add(1, ordering: .relaxed) }
+
+  func jobArrived() {
+    var seen = resumptionsAway.load(ordering: .relaxed)
+    while seen > 0 {
+      let (done, now) = resumptionsAway.compareExchange(
+        expected: seen, desired: seen - 1, ordering: .relaxed)
+      if done { return }
+      seen = now
+    }
+  }
+
+  var hasResumptionsAway: Bool { resumptionsAway.load(ordering: .relaxed) > 0 }
+
+  /// A cancelled `Task.sleep`'s timer still fires and runs its job, which then resumes
+  /// nothing (the cancellation resumed the task already): that count never comes back.
+  /// `runTask` forgets the counts after a real-time grace with nothing arriving.
+  func forgetResumptionsAway() { resumptionsAway.store(0, ordering: .relaxed) }
+
   /// Makes the calling thread the driver (or counts one more level of its drive); traps if
   /// another thread drives the loop now.
   private func enter() {

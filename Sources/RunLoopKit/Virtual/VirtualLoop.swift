@@ -39,7 +39,11 @@ import Glibc
 public final class VirtualLoop: Sendable {
   /// The loop: an ordinary `Loop` whose clock is this one's.
   public let loop: Loop
-  let clock: VirtualClock
+  let virtualClock: VirtualClock
+  /// Says once when the test's timers went to its thread's real loop instead.
+  let strayTimers = StrayTimerWatch()
+  /// What the stray-timer diagnostic printed to standard error, if it did (for tests).
+  package var strayTimerReport: String? { strayTimers.report }
 
   /// Where a `VirtualLoop()` starts its clock: instant zero.
   public static let defaultStart = LoopClock.Instant(nanoseconds: 0)
@@ -50,8 +54,8 @@ public final class VirtualLoop: Sendable {
   public init(
     startingAt start: LoopClock.Instant = VirtualLoop.defaultStart, autoAdvance: Bool = false
   ) {
-    clock = VirtualClock(start: start, autoAdvance: autoAdvance)
-    loop = Loop(thread: pthread_self(), threadID: crl_gettid(), virtualClock: clock)
+    virtualClock = VirtualClock(start: start, autoAdvance: autoAdvance)
+    loop = Loop(thread: pthread_self(), threadID: crl_gettid(), virtualClock: virtualClock)
   }
 
   /// Does what the loop accepted and has not done yet (on the releasing thread), as a thread's
@@ -60,12 +64,17 @@ public final class VirtualLoop: Sendable {
   /// down: items are invalidated, descriptors closed, and later posts throw `loopTornDown`. A
   /// test that leaves a source signalled sees it performed here, after its last call.
   deinit {
-    clock.driving(loop) { loop.runAcceptedWorkBeforeExit() }
+    virtualClock.driving(loop) { loop.runAcceptedWorkBeforeExit() }
     loop.tearDown()
   }
 
   /// The virtual clock's current instant.
-  public var now: LoopClock.Instant { clock.now }
+  public var now: LoopClock.Instant { virtualClock.now }
+
+  /// The virtual time as a Swift `Clock`: `now` is the virtual now, and a sleep suspends on
+  /// one of the loop's timers, ended when the clock reaches it (`loop.clock`; see
+  /// `LoopTimerClock`). Give it to code that takes `any Clock<Duration>`.
+  public var clock: LoopTimerClock { loop.clock }
 
   /// Under auto-advance a run that would sleep moves the clock to the next timer of its mode
   /// (or its deadline) instead of trapping, so an unmodified program that calls
@@ -75,10 +84,10 @@ public final class VirtualLoop: Sendable {
   /// `runUntilIdle()` or `runUntil`) a run moves the clock no further than that call's limit
   /// (its target, the step's next due date, now), and traps, saying so, if it would have to:
   /// the call promised where the clock is when it returns. Off by default: then only
-  /// `advance` moves the clock. Settable at any time.
+  /// `advance` moves the virtualClock. Settable at any time.
   public var autoAdvance: Bool {
-    get { clock.autoAdvance.load(ordering: .relaxed) }
-    set { clock.autoAdvance.store(newValue, ordering: .relaxed) }
+    get { virtualClock.autoAdvance.load(ordering: .relaxed) }
+    set { virtualClock.autoAdvance.store(newValue, ordering: .relaxed) }
   }
 
   /// `advance(to: now + duration, in: mode)`; a negative duration counts as zero.
@@ -100,7 +109,14 @@ public final class VirtualLoop: Sendable {
   /// move the clock past the target of the call in progress (that traps).
   public func advance(to target: LoopClock.Instant, in mode: Loop.Mode = .default) {
     Loop.requireRunnable(mode, for: "VirtualLoop.advance")
-    clock.driving(loop, horizon: max(target, now)) {
+    let work = loop.workDone
+    advanceDriving(to: target, in: mode)
+    if loop.workDone == work { strayTimers.callDidNothing("advance") }
+  }
+
+  /// `advance(to:in:)` without the stray-timer check (runTask's steps).
+  func advanceDriving(to target: LoopClock.Instant, in mode: Loop.Mode) {
+    virtualClock.driving(loop, horizon: max(target, now)) {
       while now < target {
         let (start, work) = (now, loop.workDone)
         let result = loop.runMode(mode, until: target, returnAfterSourceHandled: false)
@@ -108,7 +124,7 @@ public final class VirtualLoop: Sendable {
         // that a callout stops before it does anything (an entry observer that stops every
         // run) cannot get there either; time passes all the same.
         let stuck = result == .stopped && now == start && loop.workDone == work
-        if result == .finished || stuck { clock.move(to: target) }
+        if result == .finished || stuck { virtualClock.move(to: target) }
       }
       runUntilIdleWhileDriving(mode)
     }
@@ -119,7 +135,9 @@ public final class VirtualLoop: Sendable {
   /// work for itself (a block that posts itself) never becomes idle, as on a real loop.
   public func runUntilIdle(in mode: Loop.Mode = .default) {
     Loop.requireRunnable(mode, for: "VirtualLoop.runUntilIdle")
-    clock.driving(loop, horizon: now) { runUntilIdleWhileDriving(mode) }
+    let work = loop.workDone
+    virtualClock.driving(loop, horizon: now) { runUntilIdleWhileDriving(mode) }
+    if loop.workDone == work { strayTimers.callDidNothing("runUntilIdle") }
   }
 
   /// Makes exactly one pass of the loop in `mode` and reports it. When the pass would sleep
@@ -128,18 +146,20 @@ public final class VirtualLoop: Sendable {
   @discardableResult
   public func step(in mode: Loop.Mode = .default) -> Pass {
     Loop.requireRunnable(mode, for: "VirtualLoop.step")
-    return clock.driving(loop) {
-      let start = now
+    return virtualClock.driving(loop) {
+      let (start, work) = (now, loop.workDone)
       let until = max(loop.virtualWakeDeadline(in: mode) ?? start, start)
       let (tracer, ownTracer) = loop.tracerForStep()
       let mark = tracer.recordedCount
-      let result = clock.driving(loop, horizon: until) {
+      let result = virtualClock.driving(loop, horizon: until) {
         loop.runMode(mode, until: until, returnAfterSourceHandled: false, onePass: true)
       }
       let events = tracer.events(recordedSince: mark)
       if ownTracer { tracer.detach() }
+      if now == start && loop.workDone == work { strayTimers.callDidNothing("step") }
       return Pass(
-        mode: mode, result: result, start: start, end: now, events: events, origin: clock.start)
+        mode: mode, result: result, start: start, end: now, events: events,
+        origin: virtualClock.start)
     }
   }
 
@@ -148,7 +168,7 @@ public final class VirtualLoop: Sendable {
   /// callouts. For code under test that finds its loop through `Loop.current`. The clock does
   /// not move; work the body posts runs on the next `advance`, `runUntilIdle` or `step`.
   public func asCurrent<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-    try clock.driving(loop, body)
+    try virtualClock.driving(loop, body)
   }
 
   /// Runs the loop until idle, over and over, until `condition` holds; returns whether it
@@ -174,7 +194,7 @@ public final class VirtualLoop: Sendable {
   ) -> Bool {
     Loop.requireRunnable(mode, for: "VirtualLoop.runUntil")
     let giveUp = LoopClock.Instant.now.advanced(by: limit)
-    return clock.driving(loop, horizon: now) {
+    return virtualClock.driving(loop, horizon: now) {
       while true {
         runUntilIdleWhileDriving(mode)
         if condition() { return true }
@@ -211,7 +231,7 @@ public final class VirtualLoop: Sendable {
     }
   }
 
-  private func runUntilIdleWhileDriving(_ mode: Loop.Mode) {
+  func runUntilIdleWhileDriving(_ mode: Loop.Mode) {
     while true {
       let before = loop.workDone
       _ = loop.runMode(mode, until: now, returnAfterSourceHandled: false)

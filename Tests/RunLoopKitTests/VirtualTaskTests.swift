@@ -1,0 +1,432 @@
+import Glibc
+import RunLoopKit
+import Testing
+
+/// A client that lives on its loop and keeps its view: each attempt gets a 30 s timeout armed
+/// through the view, and failed attempts are retried after 1, 2, 4 … 64 s of `loop.sleep`.
+final class BackoffClient {
+  struct TimedOut: Error {}
+
+  private let view: IsolatedLoop
+  /// When each attempt began, from the loop's clock.
+  private(set) var attempts: [LoopClock.Instant] = []
+
+  /// Call on the loop's thread (in a callout, `asCurrent` or `runTask`).
+  init(on loop: Loop) { view = loop.assumeIsolated() }
+
+  /// Sends until `server` answers within the timeout; `server(attempt)` answers after the
+  /// delay it returns, or never when it returns nil.
+  func fetch(from server: @escaping (Int) -> Duration?) async throws -> Int {
+    var backoff = Duration.seconds(1)
+    while true {
+      attempts.append(view.loop.now)
+      do {
+        return try await attempt(attempts.count, server)
+      } catch is TimedOut {
+        try await view.loop.sleep(for: backoff)
+        backoff = min(backoff * 2, .seconds(64))
+      }
+    }
+  }
+
+  private func attempt(_ number: Int, _ server: (Int) -> Duration?) async throws -> Int {
+    let reply = server(number)
+    return try await withUnsafeThrowingContinuation { continuation in
+      var done = false
+      do {
+        let timeout = try view.perform(after: .seconds(30)) {
+          guard !done else { return }
+          done = true
+          continuation.resume(throwing: TimedOut())
+        }
+        if let reply {
+          try view.perform(after: reply) {
+            guard !done else { return }
+            done = true
+            timeout.cancel()
+            continuation.resume(returning: number)
+          }
+        }
+      } catch {
+        continuation.resume(throwing: error)
+      }
+    }
+  }
+}
+
+/// The same client written against `any Clock<Duration>`: its timeout is a race with a sleep
+/// on the clock, its backoff a sleep on the clock. `onAttempt` hears each attempt begin.
+struct ClockedBackoffClient {
+  struct TimedOut: Error {}
+  let clock: any Clock<Duration>
+  let onAttempt: @Sendable (Int) -> Void
+
+  func fetch(from server: @escaping @Sendable (Int) -> Duration?) async throws -> Int {
+    var backoff = Duration.seconds(1)
+    var attempt = 0
+    while true {
+      attempt += 1
+      onAttempt(attempt)
+      do {
+        return try await send(attempt, server)
+      } catch is TimedOut {
+        try await clock.sleep(for: backoff)
+        backoff = min(backoff * 2, .seconds(64))
+      }
+    }
+  }
+
+  private func send(_ number: Int, _ server: @escaping @Sendable (Int) -> Duration?)
+    async throws -> Int
+  {
+    let clock = self.clock
+    return try await withThrowingTaskGroup(of: Int.self) { group in
+      group.addTask {
+        guard let reply = server(number) else {
+          try await clock.sleep(for: .seconds(3600 * 24))
+          throw CancellationError()
+        }
+        try await clock.sleep(for: reply)
+        return number
+      }
+      group.addTask {
+        try await clock.sleep(for: .seconds(30))
+        throw TimedOut()
+      }
+      defer { group.cancelAll() }
+      return try await group.next()!
+    }
+  }
+}
+
+/// The server of both clients: silent for seven attempts, then answers after 5 s.
+@Sendable func eighthAttemptAnswers(_ attempt: Int) -> Duration? {
+  attempt < 8 ? nil : .seconds(5)
+}
+
+/// When each attempt begins: 0, then 30 s of timeout plus 1, 2, 4 … 64 s of backoff each.
+let expectedAttemptTimes: [Duration] = [0, 31, 63, 97, 135, 181, 243, 337].map { .seconds($0) }
+
+extension RunLoopKitTests {
+  @Suite("VirtualLoop.runTask: async code in virtual time") struct VirtualTasks {
+    @Test(
+      "106. runTask runs a task on the virtual loop and moves the clock for it: a client with a 30 s timeout and backoff gets the exact virtual times of every attempt, the same on 5 runs"
+    )
+    func backoffClientInVirtualTime() throws {
+      var sequences: [[Duration]] = []
+      var wallTimes: [Duration] = []
+      for _ in 0..<5 {
+        let virtual = VirtualLoop()
+        let began = LoopClock.Instant.now
+        let (answer, times, current) = try virtual.runTask {
+          let client = BackoffClient(on: Loop.current)
+          let answer = try await client.fetch(from: eighthAttemptAnswers)
+          let start = VirtualLoop.defaultStart
+          return (
+            answer, client.attempts.map { start.duration(to: $0) }, Loop.current.isVirtualLoop
+          )
+        }
+        wallTimes.append(began.duration(to: .now))
+        #expect(answer == 8)
+        #expect(current, "Loop.current inside runTask is the virtual loop")
+        #expect(times == expectedAttemptTimes)
+        #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(342)))
+        sequences.append(times)
+      }
+      #expect(Set(sequences.map { "\($0)" }).count == 1)
+      print("runTask backoff client: 342 virtual seconds in \(wallTimes) of real time")
+      // Generous: speed belongs in the benchmark; this only shows nothing waited in real time.
+      #expect(wallTimes.allSatisfy { $0 < .seconds(2) })
+    }
+
+    @Test(
+      "109. A component taking any Clock<Duration> runs in virtual time with virtual.clock, and on a real loop's timers with loop.clock"
+    )
+    func clockedClient() throws {
+      let virtual = VirtualLoop()
+      let clock = virtual.clock
+      let attempts = LoopBoundBox([Duration](), loop: virtual.loop)
+      let answer = try virtual.runTask {
+        let client = ClockedBackoffClient(clock: clock) { _ in
+          attempts.value.append(VirtualLoop.defaultStart.duration(to: clock.now))
+        }
+        return try await client.fetch(from: eighthAttemptAnswers)
+      }
+      #expect(answer == 8)
+      #expect(attempts.value == [0, 31, 63, 97, 135, 181, 243, 337].map { .seconds($0) })
+      #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(342)))
+      #expect(virtual.clock.now == virtual.now)
+
+      // The same clock type on a real resident thread's loop: 20 ms, on its timers.
+      let thread = try ResidentThread(name: "clock")
+      defer { thread.stop() }
+      let real = thread.loop.clock
+      let began = real.now
+      let fired = Box(false)
+      let done = Gate()
+      Task(executorPreference: thread.executor) {
+        do {
+          try await real.sleep(for: .milliseconds(20))
+          fired.value = thread.loop.isCurrent
+        } catch {}
+        done.open()
+      }
+      #expect(done.wait())
+      #expect(fired.value, "resumed on the loop's thread")
+      #expect(began.duration(to: real.now) >= .milliseconds(20))
+    }
+
+    @Test("109. A sleep on loop.clock ends with CancellationError when its task is cancelled")
+    func clockSleepCancels() throws {
+      let virtual = VirtualLoop()
+      let clock = virtual.clock
+      let outcome = try virtual.runTask { () -> String in
+        let sleeper = Task(executorPreference: Loop.current.executor) { () -> String in
+          do {
+            try await clock.sleep(for: .seconds(60))
+            return "slept"
+          } catch is CancellationError {
+            return "cancelled"
+          }
+        }
+        try await clock.sleep(for: .seconds(1))
+        sleeper.cancel()
+        return try await sleeper.value
+      }
+      #expect(outcome == "cancelled")
+      #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(1)))
+    }
+
+    @Test("106. runTask rethrows the body's error and returns from a synchronous test")
+    func rethrowsBodyError() throws {
+      struct Failed: Error, Equatable { let at: Duration }
+      let virtual = VirtualLoop()
+      #expect(throws: Failed(at: .seconds(5))) {
+        try virtual.runTask {
+          try await Loop.current.sleep(for: .seconds(5))
+          throw Failed(at: VirtualLoop.defaultStart.duration(to: Loop.current.now))
+        }
+      }
+      // The loop is usable after: the clock stays where the task left it.
+      #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(5)))
+      #expect(try virtual.runTask { 7 } == 7)
+    }
+
+    @Test(
+      "110. A task that waits for something that can never come ends runTask with TaskStalled, cancelled, instead of a hang"
+    )
+    func stalledTaskThrows() throws {
+      let virtual = VirtualLoop()
+      let cancelled = Box(false)
+      let began = LoopClock.Instant.now
+      var caught: VirtualLoop.TaskStalled?
+      do {
+        _ = try virtual.runTask(waitingAtMost: .milliseconds(200)) {
+          try await Loop.current.sleep(for: .seconds(3))
+          // A stream nobody feeds.
+          let (stream, _) = AsyncStream<Int>.makeStream()
+          for await _ in stream {}
+          cancelled.value = Task.isCancelled
+          return 0
+        }
+      } catch let error as VirtualLoop.TaskStalled {
+        caught = error
+      }
+      let stall = try #require(caught)
+      #expect(stall.elapsed == .seconds(3))
+      #expect(stall.waited == .milliseconds(200))
+      #expect(stall.description.contains("waits for something that can never come"))
+      #expect(cancelled.value, "the task was cancelled and ended")
+      #expect(began.duration(to: .now) < .seconds(10))
+    }
+
+    @Test("110. runTask waits in real time for work another thread brings")
+    func outsideWorkArrives() throws {
+      let virtual = VirtualLoop()
+      let loop = virtual.loop
+      let helper = try ResidentThread(name: "helper")
+      defer { helper.stop() }
+      let value = try virtual.runTask { () -> Int in
+        // Another thread answers after a real pause; the virtual clock does not move for it.
+        try await withUnsafeThrowingContinuation { continuation in
+          do {
+            try helper.perform {
+              usleep(20_000)
+              do {
+                try loop.perform { continuation.resume(returning: 42) }
+              } catch {
+                continuation.resume(throwing: error)
+              }
+            }
+          } catch {
+            continuation.resume(throwing: error)
+          }
+        }
+      }
+      #expect(value == 42)
+      #expect(virtual.now == VirtualLoop.defaultStart)
+    }
+
+    @Test(
+      "112. The async runTask drives across the caller's suspensions; the caller's cancellation reaches the task"
+    )
+    func asyncRunTask() async throws {
+      let virtual = VirtualLoop()
+      let times = try await virtual.runTask {
+        let client = BackoffClient(on: Loop.current)
+        _ = try await client.fetch(from: eighthAttemptAnswers)
+        return client.attempts.map { VirtualLoop.defaultStart.duration(to: $0) }
+      }
+      #expect(times == expectedAttemptTimes)
+
+      let waiting = Task {
+        try await virtual.runTask(waitingAtMost: .seconds(30)) { () -> Bool in
+          let (stream, _) = AsyncStream<Int>.makeStream()
+          for await _ in stream {}
+          return Task.isCancelled
+        }
+      }
+      try await Task.sleep(for: .milliseconds(20))
+      waiting.cancel()
+      #expect(try await waiting.value, "the body saw its cancellation")
+    }
+  }
+}
+
+extension Loop {
+  /// Whether this is a `VirtualLoop`'s loop (its thread description says so).
+  fileprivate var isVirtualLoop: Bool { threadDescription == "a VirtualLoop's driving thread" }
+}
+
+/// Counts ticks of a repeating timer armed through the view it keeps.
+final class ViewKeepingTicker {
+  private let view: IsolatedLoop
+  private(set) var ticks = 0
+  private var timer: LoopTimer?
+
+  init(on loop: Loop) { view = loop.assumeIsolated() }
+
+  func start() throws {
+    timer = try view.addTimer(after: .seconds(1), repeating: .seconds(1)) { _ in
+      self.ticks += 1
+    }
+  }
+
+  /// Re-arms through the stored view, from wherever it is called.
+  func restart() throws {
+    timer?.invalidate()
+    try start()
+  }
+}
+
+extension RunLoopKitTests {
+  @Suite("VirtualLoop: views and the forgotten asCurrent") struct VirtualViews {
+    @Test(
+      "107. A view taken on a virtual loop stays valid whichever thread drives the loop next, and between drives on the thread that goes on"
+    )
+    func viewFollowsTheDrive() throws {
+      let virtual = VirtualLoop()
+      let ticker = virtual.asCurrent { ViewKeepingTicker(on: Loop.current) }
+      try ticker.start()
+      virtual.advance(by: .seconds(2))
+      #expect(ticker.ticks == 2)
+      // As an async test that resumed on another thread: drive and use the view from there.
+      let sendable = HandedOver(ticker)
+      let other = TestThread {
+        let ticker = sendable.value
+        virtual.advance(by: .seconds(1))
+        try? ticker.restart()  // between drives, on the thread that drove last
+        virtual.advance(by: .seconds(3))
+      }
+      other.join()
+      #expect(ticker.ticks == 6)
+      // And back on the first thread.
+      try ticker.restart()
+      virtual.advance(by: .seconds(1))
+      #expect(ticker.ticks == 7)
+    }
+
+    @Test("107. A view used on a thread while another thread drives the virtual loop traps")
+    func viewUsedDuringAnotherDriveTraps() async {
+      let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        let virtual = VirtualLoop()
+        let ticker = virtual.asCurrent { ViewKeepingTicker(on: Loop.current) }
+        let driving = Gate()
+        _ = TestThread {
+          try? virtual.loop.assumeIsolated().perform {
+            driving.open()
+            sleep(30)  // holds the drive while the test thread uses the view
+          }
+          virtual.runUntilIdle()
+        }
+        driving.wait()
+        try ticker.start()
+      }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(message.contains("Another thread drives the VirtualLoop now"), "\(message)")
+    }
+
+    @Test(
+      "111. advance that finds nothing while the thread's real loop was given timers says once, on standard error, that asCurrent was forgotten"
+    )
+    func forgottenAsCurrentIsDiagnosed() throws {
+      let reports = try onLoopThread { _ -> [String?] in
+        let virtual = VirtualLoop()
+        var reports: [String?] = []
+        // Set up outside asCurrent: Loop.current is the thread's real loop.
+        let request = Request()
+        try request.send(timeout: .seconds(5))
+        virtual.advance(by: .seconds(10))
+        reports.append(virtual.strayTimerReport)
+        #expect(request.outcome == nil, "the timer went to the real loop")
+        return reports
+      }
+      let report = try #require(reports[0])
+      #expect(report.contains("VirtualLoop.advance found nothing to run"))
+      #expect(report.contains("1 timer(s)"))
+      #expect(report.contains("virtual.asCurrent"))
+    }
+
+    @Test("111. No word when the virtual loop did work, or the real loop was given nothing")
+    func noFalseDiagnosis() throws {
+      let quiet = try onLoopThread { loop -> [String?] in
+        // Timers on the real loop from before the VirtualLoop was made do not count.
+        try loop.assumeIsolated().perform(after: .seconds(60)) {}
+        let virtual = VirtualLoop()
+        virtual.advance(by: .seconds(1))
+        virtual.runUntilIdle()
+        virtual.step()
+        let first = virtual.strayTimerReport
+        // Work on the virtual loop: advance did something, so no word either.
+        let second = VirtualLoop()
+        try second.asCurrent { try Request().send(timeout: .seconds(1)) }
+        try Request().send(timeout: .seconds(1))  // on the real loop, but the advance worked
+        second.advance(by: .seconds(2))
+        return [first, second.strayTimerReport]
+      }
+      #expect(quiet == [nil, nil])
+    }
+
+    @Test("111. The word is said once per VirtualLoop")
+    func diagnosedOnce() throws {
+      let reports = try onLoopThread { _ -> [String?] in
+        let virtual = VirtualLoop()
+        try Request().send(timeout: .seconds(1))
+        virtual.advance(by: .seconds(2))
+        let first = virtual.strayTimerReport
+        try Request().send(timeout: .seconds(1))
+        virtual.step()
+        return [first, virtual.strayTimerReport]
+      }
+      #expect(reports[0] != nil)
+      #expect(reports[0] == reports[1], "the second call printed nothing new")
+    }
+  }
+}
+
+/// Carries a non-Sendable value to another thread in a test that hands it over whole.
+// Handed over once, and used by one thread at a time (the test joins the thread).
+final class HandedOver<Value>: @unchecked Sendable {
+  let value: Value
+  init(_ value: Value) { self.value = value }
+}
