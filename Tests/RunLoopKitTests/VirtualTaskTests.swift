@@ -132,6 +132,8 @@ extension RunLoopKitTests {
         #expect(times == expectedAttemptTimes)
         #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(342)))
         sequences.append(times)
+        print(
+          "runTask backoff client, attempts at: \(times.map { "\($0)" }.joined(separator: ", "))")
       }
       #expect(Set(sequences.map { "\($0)" }).count == 1)
       print("runTask backoff client: 342 virtual seconds in \(wallTimes) of real time")
@@ -234,10 +236,63 @@ extension RunLoopKitTests {
       }
       let stall = try #require(caught)
       #expect(stall.elapsed == .seconds(3))
-      #expect(stall.waited == .milliseconds(200))
+      #expect(stall.reason == .nothingCame(.milliseconds(200)))
+      #expect(stall.ended)
       #expect(stall.description.contains("waits for something that can never come"))
       #expect(cancelled.value, "the task was cancelled and ended")
       #expect(began.duration(to: .now) < .seconds(10))
+    }
+
+    @Test(
+      "110. A task that never ends while timers keep coming ends runTask with TaskStalled after its real-time budget"
+    )
+    func endlessTaskRunsOutOfBudget() throws {
+      let virtual = VirtualLoop()
+      var caught: VirtualLoop.TaskStalled?
+      do {
+        // The backoff client against a server that never answers retries for ever.
+        _ = try virtual.runTask(runningAtMost: .milliseconds(300)) {
+          try await BackoffClient(on: Loop.current).fetch { _ in nil }
+        }
+      } catch let error as VirtualLoop.TaskStalled {
+        caught = error
+      }
+      let stall = try #require(caught)
+      #expect(stall.reason == .ranTooLong(.milliseconds(300)))
+      #expect(stall.ended, "the cancelled task ended (its loop.sleep threw)")
+      #expect(stall.elapsed > .seconds(3600), "the clock moved a long way meanwhile")
+      #expect(stall.description.contains("runningAtMost:"))
+    }
+
+    @Test(
+      "110. A stalled task whose cancellation comes back through another thread has ended when runTask throws"
+    )
+    func stallWaitsForTheCancellation() throws {
+      let helper = try ResidentThread(name: "canceller")
+      defer { helper.stop() }
+      var caught: VirtualLoop.TaskStalled?
+      do {
+        let virtual = VirtualLoop()
+        let loop = virtual.loop
+        _ = try virtual.runTask(waitingAtMost: .milliseconds(100)) { () -> Int in
+          let waiter = Box<UnsafeContinuation<Int, Never>?>(nil)
+          return await withTaskCancellationHandler {
+            await withUnsafeContinuation { waiter.value = $0 }
+          } onCancel: {
+            // The answer to the cancellation comes from another thread, later.
+            try? helper.perform {
+              usleep(30_000)
+              try? loop.perform { waiter.value?.resume(returning: -1) }
+            }
+          }
+        }
+      } catch let error as VirtualLoop.TaskStalled {
+        caught = error
+      }
+      // The VirtualLoop is gone; a job of the task arriving now would have trapped.
+      let stall = try #require(caught)
+      #expect(stall.reason == .nothingCame(.milliseconds(100)))
+      #expect(stall.ended)
     }
 
     @Test("110. runTask waits in real time for work another thread brings")
@@ -289,6 +344,53 @@ extension RunLoopKitTests {
       try await Task.sleep(for: .milliseconds(20))
       waiting.cancel()
       #expect(try await waiting.value, "the body saw its cancellation")
+    }
+  }
+}
+
+extension RunLoopKitTests {
+  @Suite("VirtualLoop.runTask: misuse") struct VirtualTaskMisuse {
+    @Test("106. runTask called from the task of another runTask on the same loop traps, saying why")
+    func nestedRunTaskTraps() async {
+      let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        let virtual = VirtualLoop()
+        _ = try virtual.runTask { () -> Int in
+          func inner() throws -> Int { try virtual.runTask { 1 } }
+          return try inner()
+        }
+      }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(message.contains("called from a task or actor running on this virtual loop"))
+    }
+
+    @Test("106. runTask in a mode that is not a common mode traps: the task's jobs could not run")
+    func privateModeTraps() async {
+      let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = try VirtualLoop().runTask(in: Loop.Mode("private")) { 1 }
+      }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(message.contains("not one of the loop's common modes"))
+    }
+
+    @Test("112. Another thread that drives the loop while an async runTask is under way traps")
+    func driveDuringAsyncRunTaskTraps() async {
+      let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        let virtual = VirtualLoop()
+        let started = Gate()
+        let other = TestThread {
+          started.wait()
+          virtual.advance(by: .seconds(1))
+        }
+        _ = try await virtual.runTask(waitingAtMost: .seconds(20)) { () -> Int in
+          started.open()
+          let (stream, _) = AsyncStream<Int>.makeStream()
+          for await value in stream { return value }
+          return 0
+        }
+        other.join()
+      }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(message.contains("async runTask between its drives"), "\(message)")
     }
   }
 }

@@ -10,7 +10,8 @@ import Glibc
 /// What makes it safe: every closure given here runs on the loop's thread, which is where the
 /// caller is. The type is not `Sendable`, so the compiler keeps a view on the thread that made
 /// it, and each call also compares the calling thread with that one (the address of a
-/// thread-local byte: no call, no lock), which catches a view carried off by a `sending`
+/// thread-local byte: no call, no lock; a virtual loop's view asks its clock who drives it,
+/// under a lock), which catches a view carried off by a `sending`
 /// hand-over. Each call also takes the caller's `#isolation`: closures written in code
 /// isolated to an actor are isolated to it, so that actor must be one whose code may run on
 /// this loop's thread (its executor is this loop's, or it is the main actor and this is

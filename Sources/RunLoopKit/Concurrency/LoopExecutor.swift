@@ -34,9 +34,10 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// runs on the loop's thread, in FIFO order, never inside another job of this loop. Traps
   /// once the loop's thread has exited.
   public func enqueue(_ job: consuming ExecutorJob) {
-    loop.virtualClock?.jobArrived()
     do throws(LoopError) {
       try loop.enqueueJob(UnownedJob(job))
+      // After the job is queued: a driver that then sees no resumption away finds it.
+      if loop.virtualClock?.jobArrived() == true { loop.wakeUp() }
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
       if loop.isVirtual {

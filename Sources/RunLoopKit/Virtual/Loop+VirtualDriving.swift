@@ -101,3 +101,12 @@ extension Loop {
     }
   }
 }
+
+extension Loop {
+  /// Whether the loop's thread is inside a job now (an executor job, a main-queue drain).
+  /// The loop's thread only.
+  var isRunningJob: Bool { jobs.depth > 0 }
+
+  /// Whether `mode` is one of the loop's common modes.
+  func isCommonMode(_ mode: Mode) -> Bool { lock.withLock { commonModeNames.contains(mode) } }
+}

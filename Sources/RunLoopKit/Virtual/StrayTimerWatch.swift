@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// Tells a test, once, that its timers went to the wrong loop. Code that finds its loop
@@ -11,9 +12,13 @@ import Synchronization
 /// error, once per `VirtualLoop`.
 final class StrayTimerWatch: Sendable {
   private struct State {
-    /// The real loop of the thread that made the `VirtualLoop` and how many timers it had
-    /// been given by then.
-    var baseline: (loop: ObjectIdentifier, timers: UInt64)?
+    /// For each real loop looked at, how many timers it had been given by then: the loop of
+    /// the thread that made the `VirtualLoop`, from when it was made; the loop of another
+    /// driving thread (an async test resumes on several), from the first call that did
+    /// nothing there, which therefore says nothing.
+    var baselines: [ObjectIdentifier: UInt64] = [:]
+    /// The thread that made the `VirtualLoop`: a loop of its made later starts from zero.
+    let creator = pthread_self()
     var told = false
     var report: String?
   }
@@ -22,10 +27,11 @@ final class StrayTimerWatch: Sendable {
 
   /// Call on the thread making the `VirtualLoop`.
   init() {
-    let baseline = LoopRegistry.shared.existingLoop().map {
-      (ObjectIdentifier($0), $0.timersBoundCount)
+    var state = State()
+    if let real = LoopRegistry.shared.existingLoop() {
+      state.baselines[ObjectIdentifier(real)] = real.timersBoundCount
     }
-    state = Mutex(State(baseline: baseline))
+    self.state = Mutex(state)
   }
 
   /// What was printed, if anything (for tests).
@@ -38,9 +44,11 @@ final class StrayTimerWatch: Sendable {
     let timers = real.timersBoundCount
     let stray = state.withLock { state -> UInt64? in
       guard !state.told else { return nil }
-      var before: UInt64 = 0
-      if let baseline = state.baseline, baseline.loop == ObjectIdentifier(real) {
-        before = baseline.timers
+      var before = state.baselines[ObjectIdentifier(real)]
+      if before == nil && pthread_equal(real.thread, state.creator) != 0 { before = 0 }
+      guard let before else {
+        state.baselines[ObjectIdentifier(real)] = timers
+        return nil
       }
       guard timers > before else { return nil }
       state.told = true

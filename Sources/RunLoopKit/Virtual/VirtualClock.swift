@@ -58,10 +58,12 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   }
 
   /// Runs `body` as the loop's driver, with `horizon` (if given) as the limit of the clock.
+  /// `token`: the reservation of the async `runTask` this drive belongs to, if any.
   func driving<T, E: Error>(
-    _ loop: Loop, horizon: LoopClock.Instant? = nil, _ body: () throws(E) -> T
+    _ loop: Loop, horizon: LoopClock.Instant? = nil, token: UInt64? = nil,
+    _ body: () throws(E) -> T
   ) throws(E) -> T {
-    enter()
+    enter(token)
     // At every level, not only the first: a callout of this loop may drive another virtual
     // loop, whose callouts must see that one as current, and this one again after.
     let shadowed = LoopRegistry.shared.shadowCurrent(with: loop)
@@ -96,63 +98,105 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   /// For a view from `assumeIsolated()` used on another thread than the one that made it: true
   /// on the driving thread, and between drives on any thread, which becomes the owner (a
   /// test that resumed on another thread after an `await` goes on where it left off). False
-  /// while another thread drives: the view's use would race with that drive.
+  /// while another thread drives, or while an async `runTask` is under way between its
+  /// drives: the view's use would race with that drive.
   func claimForView() -> Bool {
     let me = pthread_self()
     return lock.withLock {
       if let driver { return pthread_equal(driver, me) != 0 }
+      guard reservation == nil else { return false }
       owner = me
       return true
     }
   }
 
+  /// Whether the calling thread is inside a drive now (not merely the owner).
+  var isDrivenByCurrentThread: Bool {
+    let me = pthread_self()
+    return lock.withLock { driver.map { pthread_equal($0, me) != 0 } ?? false }
+  }
+
+  /// An async `runTask` under way: its drives come from whichever thread its caller resumes
+  /// on, so between them the loop is held for that call alone (`enter` refuses other
+  /// threads, and views refuse to be used), as one synchronous drive would hold it.
+  private var reservation: UInt64?
+  private var reservations: UInt64 = 0
+
+  /// Holds the loop for one async `runTask`; returns the token its drives pass to `driving`.
+  /// Traps when another call holds it or another thread drives it.
+  func reserve() -> UInt64 {
+    let me = pthread_self()
+    let token = lock.withLock { () -> UInt64? in
+      guard reservation == nil, driver.map({ pthread_equal($0, me) != 0 }) ?? true else {
+        return nil
+      }
+      reservations += 1
+      reservation = reservations
+      return reservations
+    }
+    guard let token else { trapBusy("an async runTask") }
+    return token
+  }
+
+  func release(_ token: UInt64) {
+    lock.withLock { if reservation == token { reservation = nil } }
+  }
+
   /// Task resumptions that left the loop's thread for Swift's global executor on their way
   /// back to the loop (a `Task.sleep` ended by a loop timer, RunLoopKitExecutors), not yet
   /// back: `runTask` does not move the clock while one is away, or a later timer would fire
-  /// before the task it should follow. Each job that arrives on the loop's executor counts
-  /// one back.
+  /// before the task it should follow. A job enqueued on the loop's executor from a thread
+  /// that is not driving the loop counts one back (after it is queued: see `LoopExecutor`).
+  /// Release/acquire: a driver that reads the count back at zero then finds the job queued.
   private let resumptionsAway = Atomic<Int>(0)
 
-  func resumptionLeft() { resumptionsAway.add(1, ordering: .relaxed) }
+  func resumptionLeft() { resumptionsAway.add(1, ordering: .releasing) }
 
-  func jobArrived() {
-    var seen = resumptionsAway.load(ordering: .relaxed)
+  /// Returns true when this brought the count back to zero: the caller then wakes the loop,
+  /// since a `runTask` that ran the job before the count came down waits for that count.
+  func jobArrived() -> Bool {
+    var seen = resumptionsAway.load(ordering: .acquiring)
+    guard seen > 0, !isDrivenByCurrentThread else { return false }
     while seen > 0 {
       let (done, now) = resumptionsAway.compareExchange(
-        expected: seen, desired: seen - 1, ordering: .relaxed)
-      if done { return }
+        expected: seen, desired: seen - 1, ordering: .acquiringAndReleasing)
+      if done { return seen == 1 }
       seen = now
     }
+    return false
   }
 
-  var hasResumptionsAway: Bool { resumptionsAway.load(ordering: .relaxed) > 0 }
+  var hasResumptionsAway: Bool { resumptionsAway.load(ordering: .acquiring) > 0 }
 
   /// A cancelled `Task.sleep`'s timer still fires and runs its job, which then resumes
   /// nothing (the cancellation resumed the task already): that count never comes back.
   /// `runTask` forgets the counts after a real-time grace with nothing arriving.
-  func forgetResumptionsAway() { resumptionsAway.store(0, ordering: .relaxed) }
+  func forgetResumptionsAway() { resumptionsAway.store(0, ordering: .releasing) }
 
   /// Makes the calling thread the driver (or counts one more level of its drive); traps if
-  /// another thread drives the loop now.
-  private func enter() {
+  /// another thread drives the loop now, or an async `runTask` other than `token`'s holds it.
+  private func enter(_ token: UInt64?) {
     let me = pthread_self()
     let entered = lock.withLock { () -> Bool in
       if let driver {
         guard pthread_equal(driver, me) != 0 else { return false }
       } else {
+        if let reservation, reservation != token { return false }
         driver = me
         owner = me
       }
       depth += 1
       return true
     }
-    guard entered else {
-      fatalError(
-        "RunLoopKit: a VirtualLoop is driven by one thread at a time, and another thread is "
-          + "inside one of its calls or runs now; \(ThreadName.current) tried to drive it too. "
-          + "Drive it from one test thread, and post work to it from others with "
-          + "loop.perform { … }.")
-    }
+    guard entered else { trapBusy("\(ThreadName.current)") }
+  }
+
+  private func trapBusy(_ who: String) -> Never {
+    fatalError(
+      "RunLoopKit: a VirtualLoop is driven by one thread at a time, and another thread (or an "
+        + "async runTask between its drives) is inside one of its calls or runs now; \(who) "
+        + "tried to drive it too. Drive it from one test thread, one call at a time, and post "
+        + "work to it from others with loop.perform { … }.")
   }
 
   private func leave() {

@@ -29,29 +29,40 @@ extension VirtualLoop {
   ///
   /// - Parameters:
   ///   - limit: the longest real-time wait for work from other threads, at a stretch.
-  ///   - mode: the mode to run: `.default` (a common mode, where the task's jobs and
-  ///     `loop.sleep`'s timers are).
+  ///   - budget: the longest the whole call may take in real time. A task that never ends
+  ///     while timers keep coming (a heartbeat, a client that retries for ever) would
+  ///     otherwise move the clock for ever.
+  ///   - mode: the mode to run: `.default` or another common mode (the task's jobs and
+  ///     `loop.sleep`'s timers are in the common modes).
   ///   - body: the task's code.
-  /// - Throws: what `body` throws, or `TaskStalled`.
+  /// - Throws: what `body` throws, or `TaskStalled` (the task cancelled first).
   public func runTask<Success: Sendable>(
-    waitingAtMost limit: Duration = .seconds(10), in mode: Loop.Mode = .default,
-    _ body: sending @escaping () async throws -> Success
+    waitingAtMost limit: Duration = .seconds(10), runningAtMost budget: Duration = .seconds(60),
+    in mode: Loop.Mode = .default, _ body: sending @escaping () async throws -> Success
   ) throws -> Success {
-    Loop.requireRunnable(mode, for: "VirtualLoop.runTask")
+    requireTaskMode(mode)
+    let giveUp = LoopClock.Instant.now.advanced(by: budget)
     let outcome = TaskOutcome<Success>()
     let task = start(body, reportingTo: outcome)
     return try virtualClock.driving(loop) { () throws -> Success in
       while true {
-        if let result = driveTask(outcome, in: mode) { return try result.get() }
-        let grace = virtualClock.hasResumptionsAway ? min(limit, Self.resumptionGrace) : limit
-        let came = loop.waitForOutsideWork(
-          in: mode, until: LoopClock.Instant.now.advanced(by: grace))
-        if came { continue }
-        if virtualClock.hasResumptionsAway {
+        switch driveTask(outcome, in: mode, until: giveUp) {
+        case .ended(let result): return try result.get()
+        case .ranTooLong: throw stall(task, outcome, mode, .ranTooLong(budget))
+        case .waitsForOtherThreads: break
+        }
+        // While a resumption is away the wait is for it, and lasts a grace at most; its
+        // count coming back wakes the wait (`LoopExecutor.enqueue`).
+        let holding = virtualClock.hasResumptionsAway
+        let grace = holding ? min(limit, Self.resumptionGrace) : limit
+        let until = min(giveUp, LoopClock.Instant.now.advanced(by: grace))
+        if loop.waitForOutsideWork(in: mode, until: until) { continue }
+        if holding {
           virtualClock.forgetResumptionsAway()
           continue
         }
-        throw stall(task, outcome, mode: mode, waited: limit)
+        if LoopClock.Instant.now >= giveUp { continue }  // the drive reports it
+        throw stall(task, outcome, mode, .nothingCame(limit))
       }
     }
   }
@@ -59,21 +70,35 @@ extension VirtualLoop {
   /// `runTask` for async code: the same drive, but while it waits for other threads it
   /// suspends (for 100 µs of real time at a time) instead of blocking a cooperative thread.
   /// The drive resumes on whichever thread the caller resumes on, which is then the loop's
-  /// thread: views from `assumeIsolated()` stay valid across the caller's awaits.
-  /// Cancelling the caller cancels the task.
+  /// thread: views from `assumeIsolated()` stay valid across the caller's awaits. Until it
+  /// returns, the loop is held for this call: another thread that tries to drive it, or to
+  /// use one of its views between this call's drives, traps. Cancelling the caller cancels
+  /// the task.
   public func runTask<Success: Sendable>(
-    waitingAtMost limit: Duration = .seconds(10), in mode: Loop.Mode = .default,
-    _ body: sending @escaping () async throws -> Success
+    waitingAtMost limit: Duration = .seconds(10), runningAtMost budget: Duration = .seconds(60),
+    in mode: Loop.Mode = .default, _ body: sending @escaping () async throws -> Success
   ) async throws -> Success {
-    Loop.requireRunnable(mode, for: "VirtualLoop.runTask")
+    requireTaskMode(mode)
+    let giveUp = LoopClock.Instant.now.advanced(by: budget)
+    let token = virtualClock.reserve()
+    defer { virtualClock.release(token) }
     let outcome = TaskOutcome<Success>()
     let task = start(body, reportingTo: outcome)
     return try await withTaskCancellationHandler {
       var waitingSince: LoopClock.Instant?
       while true {
-        if let result = driveTask(outcome, in: mode) { return try result.get() }
+        switch driveTask(outcome, in: mode, until: giveUp, token: token) {
+        case .ended(let result): return try result.get()
+        case .ranTooLong: throw stall(task, outcome, mode, .ranTooLong(budget), token: token)
+        case .waitsForOtherThreads: break
+        }
+        // Once the caller is cancelled its sleeps end at once: wait a millisecond blocking
+        // then, rather than spin until the task has seen the cancellation.
         let now = LoopClock.Instant.now
-        let came = virtualClock.driving(loop) { loop.waitForOutsideWork(in: mode, until: now) }
+        let until = Task.isCancelled ? now.advanced(by: .milliseconds(1)) : now
+        let came = virtualClock.driving(loop, token: token) {
+          loop.waitForOutsideWork(in: mode, until: until)
+        }
         if came {
           waitingSince = nil
           continue
@@ -86,8 +111,10 @@ extension VirtualLoop {
           waitingSince = nil
           continue
         }
-        if waited >= limit { throw stall(task, outcome, mode: mode, waited: limit) }
-        try? await Task.sleep(for: .microseconds(100))
+        if waited >= limit {
+          throw stall(task, outcome, mode, .nothingCame(limit), token: token)
+        }
+        if !Task.isCancelled { try? await Task.sleep(for: .microseconds(100)) }
       }
     } onCancel: {
       task.cancel()
@@ -113,33 +140,73 @@ extension VirtualLoop {
     }
   }
 
-  /// Drives the loop until the task has ended (its result) or nothing can happen without
-  /// another thread (nil): runs what is ready, then moves the clock to the mode's next timer,
-  /// again and again. The clock holds while a resumption is away (see `VirtualClock`).
+  /// What a drive of `runTask`'s loop came to.
+  private enum Drive<Success> {
+    case ended(Result<Success, any Error>)
+    /// Nothing ready, no timer ahead (or a resumption away): only another thread can help.
+    case waitsForOtherThreads
+    /// The call's real-time budget ran out while the clock kept moving.
+    case ranTooLong
+  }
+
+  /// Drives the loop until the task has ended, nothing can happen without another thread, or
+  /// `giveUp` (real time) has passed: runs what is ready, then moves the clock to the mode's
+  /// next timer, again and again. The clock holds while a resumption is away (`VirtualClock`).
   private func driveTask<Success>(
-    _ outcome: TaskOutcome<Success>, in mode: Loop.Mode
-  ) -> Result<Success, any Error>? {
-    virtualClock.driving(loop) {
+    _ outcome: TaskOutcome<Success>, in mode: Loop.Mode, until giveUp: LoopClock.Instant,
+    token: UInt64? = nil
+  ) -> Drive<Success> {
+    virtualClock.driving(loop, token: token) {
       while true {
         virtualClock.driving(loop, horizon: now) { runUntilIdleWhileDriving(mode) }
-        if let result = outcome.result { return result }
+        if let result = outcome.result { return .ended(result) }
+        if LoopClock.Instant.now >= giveUp { return .ranTooLong }
         guard !virtualClock.hasResumptionsAway,
           let next = loop.virtualWakeDeadline(in: mode), next > now
-        else { return nil }
+        else { return .waitsForOtherThreads }
         advanceDriving(to: next, in: mode)
       }
     }
   }
 
-  /// Cancels the stalled task, lets the cancellation run, and makes the error.
+  /// Cancels the task and lets the cancellation run: the drive goes on (the clock moving to
+  /// the next timer, for a task that ends only when a timeout of its own fires) for up to
+  /// `resumptionGrace` of real time, waiting for other threads too (a job that came after
+  /// the `VirtualLoop` is released would trap). Then makes the error.
   private func stall<Success>(
-    _ task: Task<Void, Never>, _ outcome: TaskOutcome<Success>, mode: Loop.Mode,
-    waited: Duration
+    _ task: Task<Void, Never>, _ outcome: TaskOutcome<Success>, _ mode: Loop.Mode,
+    _ reason: TaskStalled.Reason, token: UInt64? = nil
   ) -> TaskStalled {
     task.cancel()
-    virtualClock.driving(loop, horizon: now) { runUntilIdleWhileDriving(mode) }
+    let giveUp = LoopClock.Instant.now.advanced(by: Self.resumptionGrace)
+    while case .waitsForOtherThreads = driveTask(outcome, in: mode, until: giveUp, token: token) {
+      let came = virtualClock.driving(loop, token: token) {
+        loop.waitForOutsideWork(in: mode, until: giveUp)
+      }
+      if !came { break }
+    }
     return TaskStalled(
-      at: now, elapsed: virtualClock.start.duration(to: now), mode: mode, waited: waited)
+      reason: reason, at: now, elapsed: virtualClock.start.duration(to: now), mode: mode,
+      ended: outcome.result != nil)
+  }
+
+  /// `runTask`'s entry checks: a mode the task's jobs can run in, and not from code the loop
+  /// is running as a job (the task's first job would wait for that one to return).
+  private func requireTaskMode(_ mode: Loop.Mode) {
+    Loop.requireRunnable(mode, for: "VirtualLoop.runTask")
+    if virtualClock.isDrivenByCurrentThread && loop.isRunningJob {
+      fatalError(
+        "RunLoopKit: VirtualLoop.runTask was called from a task or actor running on this "
+          + "virtual loop (inside runTask's own task, say): the new task would wait for this "
+          + "one to return, which waits for it. Await the work directly instead.")
+    }
+    if !loop.isCommonMode(mode) {
+      fatalError(
+        "RunLoopKit: VirtualLoop.runTask(in: \"\(mode)\") names a mode that is not one of the "
+          + "loop's common modes: the task's jobs and loop.sleep's timers are queued for the "
+          + "common modes and would never run there. Run .default, or add the mode with "
+          + "loop.addCommonMode first.")
+    }
   }
 }
 

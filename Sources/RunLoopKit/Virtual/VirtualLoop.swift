@@ -84,7 +84,7 @@ public final class VirtualLoop: Sendable {
   /// `runUntilIdle()` or `runUntil`) a run moves the clock no further than that call's limit
   /// (its target, the step's next due date, now), and traps, saying so, if it would have to:
   /// the call promised where the clock is when it returns. Off by default: then only
-  /// `advance` moves the virtualClock. Settable at any time.
+  /// `advance`, `step` and `runTask` move the clock. Settable at any time.
   public var autoAdvance: Bool {
     get { virtualClock.autoAdvance.load(ordering: .relaxed) }
     set { virtualClock.autoAdvance.store(newValue, ordering: .relaxed) }

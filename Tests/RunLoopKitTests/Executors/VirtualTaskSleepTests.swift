@@ -40,8 +40,12 @@ extension RunLoopKitTests {
         }
         // Keep Swift's global executor busy for a while, so the way back is slow (it waits
         // for a free thread of the cooperative pool): the clock must wait for it.
-        for _ in 0..<8 { Task.detached { usleep(50_000) } }
+        for _ in 0..<4 { Task.detached { usleep(50_000) } }
+        // And a loop.sleep that ends in the same pass, whose job is queued from the loop's
+        // own thread: it must not count as the Task.sleep's way back.
+        async let sibling: Void = loop.sleep(for: .seconds(10))
         try await Task.sleep(for: .seconds(10))
+        try await sibling
         log.append("woke at \(start.duration(to: loop.now)), timer fired: \(fired.value != nil)")
         for _ in 0..<24 { try await Task.sleep(for: .seconds(3600)) }
         log.append("day ends at \(start.duration(to: loop.now)), timer at \(fired.value!)")
@@ -73,6 +77,21 @@ extension RunLoopKitTests {
         return [cancelledAt, start.duration(to: loop.now)]
       }
       #expect(times == [.seconds(1), .seconds(6)])
+    }
+
+    @Test(
+      "108. With RunLoopKitExecutors, ContinuousClock's and SuspendingClock's sleeps inside runTask are virtual too"
+    )
+    func clockSleepsAreVirtual() throws {
+      let virtual = VirtualLoop()
+      let began = LoopClock.Instant.now
+      let after = try virtual.runTask { () -> Duration in
+        try await ContinuousClock().sleep(for: .seconds(3600))
+        try await SuspendingClock().sleep(for: .seconds(3600))
+        return VirtualLoop.defaultStart.duration(to: Loop.current.now)
+      }
+      #expect(after == .seconds(7200))
+      #expect(began.duration(to: .now) < .seconds(5))
     }
   }
 }
