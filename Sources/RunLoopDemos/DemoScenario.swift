@@ -34,6 +34,10 @@ public struct DemoScenario: Sendable {
       summary: "one loop stepped pass by pass in virtual time: the same output on every run",
       run: StepDemo.run),
     DemoScenario(
+      name: "retry",
+      summary: "a client's 30 s timeouts and 1-64 s backoff, as async code in virtual time",
+      run: RetryDemo.run),
+    DemoScenario(
       name: "sources",
       summary: "a signalled manual source waits; a descriptor source wakes the loop",
       run: SourcesDemo.run),

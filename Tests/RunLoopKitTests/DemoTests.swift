@@ -64,6 +64,25 @@ extension RunLoopKitTests {
       #expect(first.text().contains("slept 100.00 ms, woken by timer"))
     }
 
+    @Test(
+      "106. retry: runTask drives a client's timeouts and backoff in virtual time, the same text on every run"
+    )
+    func retry() throws {
+      let first = try RetryDemo.run()
+      let second = try RetryDemo.run()
+      #expect(first.text() == second.text(), "virtual time: byte-identical output")
+      let step = try #require(first.steps.first)
+      let timers = (step.shown ?? []).compactMap { event -> String? in
+        if case .timer(let label, _) = event.kind { return label }
+        return nil
+      }
+      #expect(timers.count == 15)
+      #expect(timers.filter { $0.hasPrefix("timeout of attempt") }.count == 7)
+      #expect(timers.last == "reply to attempt 8")
+      #expect(first.text().contains("337.00 s."))
+      #expect(first.text().contains("the clock ends at 342.00 s"))
+    }
+
     @Test("observers: the observer is told exactly the activities the trace shows, in order")
     func observers() throws {
       let (report, told) = try ObserversDemo.run()
@@ -270,7 +289,7 @@ extension RunLoopKitTests {
     func everyScenarioRenders() throws {
       #expect(
         DemoScenario.all.map(\.name) == [
-          "keepalive", "modes", "observers", "step", "sources", "search", "network",
+          "keepalive", "modes", "observers", "step", "retry", "sources", "search", "network",
           "concurrency", "signals",
         ])
       // Scenarios that run Loop.main are rendered by their XCTest case, on the main thread.

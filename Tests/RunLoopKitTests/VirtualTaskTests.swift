@@ -265,6 +265,30 @@ extension RunLoopKitTests {
     }
 
     @Test(
+      "110. A task that keeps itself busy without ever waiting (yields in a loop) is stopped by the budget too"
+    )
+    func busyTaskRunsOutOfBudget() throws {
+      let virtual = VirtualLoop()
+      var caught: VirtualLoop.TaskStalled?
+      do {
+        _ = try virtual.runTask(runningAtMost: .milliseconds(200)) { () -> Int in
+          var turns = 0
+          while !Task.isCancelled {
+            turns += 1
+            await Task.yield()
+          }
+          return turns
+        }
+      } catch let error as VirtualLoop.TaskStalled {
+        caught = error
+      }
+      let stall = try #require(caught)
+      #expect(stall.reason == .ranTooLong(.milliseconds(200)))
+      #expect(stall.ended)
+      #expect(stall.elapsed == .zero, "no time passed: the task never waited")
+    }
+
+    @Test(
       "110. A stalled task whose cancellation comes back through another thread has ended when runTask throws"
     )
     func stallWaitsForTheCancellation() throws {

@@ -110,3 +110,15 @@ extension Loop {
   /// Whether `mode` is one of the loop's common modes.
   func isCommonMode(_ mode: Mode) -> Bool { lock.withLock { commonModeNames.contains(mode) } }
 }
+
+extension Loop {
+  /// Whether a pass of `mode` now would have work at hand: blocks (jobs included) or manual
+  /// sources signalled since the mode last looked.
+  func hasReadyWork(in mode: Mode) -> Bool {
+    lock.withLock {
+      if hasBlocksLocked(for: mode) { return true }
+      guard let state = modes[mode] else { return false }
+      return hasUnseenSignalsLocked(in: state)
+    }
+  }
+}

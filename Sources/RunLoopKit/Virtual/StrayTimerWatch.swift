@@ -16,7 +16,8 @@ final class StrayTimerWatch: Sendable {
     /// the thread that made the `VirtualLoop`, from when it was made; the loop of another
     /// driving thread (an async test resumes on several), from the first call that did
     /// nothing there, which therefore says nothing.
-    var baselines: [ObjectIdentifier: UInt64] = [:]
+    /// Held, so that a loop freed and another made at its address is never taken for it.
+    var baselines: [(loop: Loop, timers: UInt64)] = []
     /// The thread that made the `VirtualLoop`: a loop of its made later starts from zero.
     let creator = pthread_self()
     var told = false
@@ -29,7 +30,7 @@ final class StrayTimerWatch: Sendable {
   init() {
     var state = State()
     if let real = LoopRegistry.shared.existingLoop() {
-      state.baselines[ObjectIdentifier(real)] = real.timersBoundCount
+      state.baselines.append((real, real.timersBoundCount))
     }
     self.state = Mutex(state)
   }
@@ -44,10 +45,10 @@ final class StrayTimerWatch: Sendable {
     let timers = real.timersBoundCount
     let stray = state.withLock { state -> UInt64? in
       guard !state.told else { return nil }
-      var before = state.baselines[ObjectIdentifier(real)]
+      var before = state.baselines.first { $0.loop === real }?.timers
       if before == nil && pthread_equal(real.thread, state.creator) != 0 { before = 0 }
       guard let before else {
-        state.baselines[ObjectIdentifier(real)] = timers
+        state.baselines.append((real, timers))
         return nil
       }
       guard timers > before else { return nil }

@@ -89,10 +89,14 @@ final class VirtualClock: @unchecked Sendable {  // driver, depth, owner: guarde
   }
 
   /// Whether the calling thread is the loop's thread now: its driver, or with no drive in
-  /// progress, its owner.
+  /// progress, its owner (no thread while an async `runTask` holds the loop between drives).
   var isCurrentThread: Bool {
     let me = pthread_self()
-    return lock.withLock { pthread_equal(driver ?? owner, me) != 0 }
+    return lock.withLock {
+      // Between the drives of an async `runTask` the loop is that call's alone.
+      if driver == nil && reservation != nil { return false }
+      return pthread_equal(driver ?? owner, me) != 0
+    }
   }
 
   /// For a view from `assumeIsolated()` used on another thread than the one that made it: true
