@@ -556,3 +556,146 @@ final class HandedOver<Value>: @unchecked Sendable {
   let value: Value
   init(_ value: Value) { self.value = value }
 }
+
+/// An actor with no executor of its own: with a task executor preference, its jobs run on the
+/// preferred executor (SE-0417).
+actor DefaultActorCounter {
+  private(set) var ticks: [Duration] = []
+  func tick(on loop: Loop) {
+    ticks.append(VirtualLoop.defaultStart.duration(to: loop.now))
+  }
+  func ranOnLoop(_ loop: Loop) -> Bool { loop.isCurrent }
+}
+
+/// An actor pinned to a loop's executor.
+actor VirtualPinnedCounter {
+  let loop: Loop
+  private(set) var count = 0
+  nonisolated var unownedExecutor: UnownedSerialExecutor {
+    loop.executor.asUnownedSerialExecutor()
+  }
+  init(loop: Loop) { self.loop = loop }
+  func bump() async throws -> Duration {
+    try await loop.sleep(for: .seconds(2))
+    count += 1
+    return VirtualLoop.defaultStart.duration(to: loop.now)
+  }
+}
+
+extension RunLoopKitTests {
+  @Suite("VirtualLoop.runTask: what runs on the loop") struct VirtualTaskPlacement {
+    @Test(
+      "106. Inside runTask, child tasks, task groups, a default actor and an actor pinned to the loop all run on the virtual loop, in virtual time"
+    )
+    func everythingRunsOnTheLoop() throws {
+      let virtual = VirtualLoop()
+      let loop = virtual.loop
+      let pinned = VirtualPinnedCounter(loop: loop)
+      let result = try virtual.runTask { () -> [String] in
+        var log: [String] = []
+        let counter = DefaultActorCounter()
+        log.append("default actor on loop: \(await counter.ranOnLoop(loop))")
+        async let first: Void = loop.sleep(for: .seconds(3))
+        async let second: Void = loop.sleep(for: .seconds(5))
+        _ = try await (first, second)
+        await counter.tick(on: loop)
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+          for seconds in [7, 1, 4] {
+            group.addTask {
+              try await loop.sleep(for: .seconds(seconds))
+              return loop.isCurrent
+            }
+          }
+          for try await onLoop in group { log.append("group child on loop: \(onLoop)") }
+        }
+        await counter.tick(on: loop)
+        log.append("pinned actor woke at \(try await pinned.bump())")
+        log.append("ticks \(await counter.ticks)")
+        return log
+      }
+      #expect(
+        result == [
+          "default actor on loop: true",
+          "group child on loop: true", "group child on loop: true", "group child on loop: true",
+          "pinned actor woke at 14.0 seconds",
+          "ticks [5.0 seconds, 12.0 seconds]",
+        ])
+      #expect(virtual.now == VirtualLoop.defaultStart.advanced(by: .seconds(14)))
+    }
+
+    @Test(
+      "110. Inside runTask a descriptor written by another thread ends a wait with no timer ahead; with a timer ahead the clock moves to it instead of waiting for the thread"
+    )
+    func descriptorFromAnotherThread() throws {
+      // No timer ahead: runTask waits in real time, and the read comes at virtual 0.
+      let (readEnd, writeEnd) = makePipe()
+      defer { close(readEnd) }
+      let writer = TestThread {
+        usleep(20_000)
+        var byte: UInt8 = 42
+        _ = write(writeEnd, &byte, 1)
+        close(writeEnd)
+      }
+      defer { writer.join() }
+      let virtual = VirtualLoop()
+      let got = try virtual.runTask { () -> String in
+        try await withUnsafeThrowingContinuation { readOnce(readEnd, timeout: nil, $0) }
+      }
+      #expect(got == "read 42 at 0.0 seconds")
+
+      // A 30 s timeout ahead: nothing is ready, so the clock moves to it (as tokio's paused
+      // clock does); the other thread writes only once runTask has returned.
+      let (lateRead, lateWrite) = makePipe()
+      defer { close(lateRead) }
+      let returned = Gate()
+      let lateWriter = TestThread {
+        returned.wait()
+        var byte: UInt8 = 7
+        _ = write(lateWrite, &byte, 1)
+        close(lateWrite)
+      }
+      defer { lateWriter.join() }
+      let timed = VirtualLoop()
+      let outcome = try timed.runTask { () -> String in
+        try await withUnsafeThrowingContinuation {
+          readOnce(lateRead, timeout: .seconds(30), $0)
+        }
+      }
+      returned.open()
+      #expect(outcome == "timed out at 30.0 seconds")
+    }
+  }
+}
+
+/// Reads one byte from `fd` through a descriptor source of the current loop, or gives up
+/// after `timeout` (a timer of the same loop). Synchronous, so it may take the loop's view.
+func readOnce(
+  _ fd: Int32, timeout: Duration?, _ continuation: UnsafeContinuation<String, any Error>
+) {
+  do {
+    let view = Loop.current.assumeIsolated()
+    let loop = view.loop
+    var done = false
+    var timer: LoopTimer?
+    if let timeout {
+      timer = try view.addTimer(after: timeout) { _ in
+        guard !done else { return }
+        done = true
+        let at = VirtualLoop.defaultStart.duration(to: loop.now)
+        continuation.resume(returning: "timed out at \(at)")
+      }
+    }
+    try view.addSource(fileDescriptor: fd) { source, _ in
+      source.invalidate()
+      guard !done else { return }
+      done = true
+      timer?.invalidate()
+      var byte: UInt8 = 0
+      _ = read(fd, &byte, 1)
+      let at = VirtualLoop.defaultStart.duration(to: loop.now)
+      continuation.resume(returning: "read \(byte) at \(at)")
+    }
+  } catch {
+    continuation.resume(throwing: error)
+  }
+}
