@@ -207,7 +207,7 @@ private func degradeThenRecover(spinning: Bool, registrationGoesAway: Bool) {
     check(metrics.epollRebuilds == 1, "\(metrics.epollRebuilds) rebuilds after recovering")
     check(passes.value < 10, "\(passes.value) passes in 300 ms after recovering")
     let (degraded, spare) = loop.lock.withLock {
-      (loop.modes[.default]!.rebuildFailed, loop.spareEpoll != nil)
+      (loop.modeStates[.default]!.rebuildFailed, loop.spareEpoll != nil)
     }
     check(!degraded, "the mode still polls after recovering")
     check(spare, "no spare set was made after the rebuild")

@@ -117,5 +117,5 @@ extension RunLoopKitTests {
 
 /// Steps taken by the loop's item collections (its own and every mode's), read on any thread.
 func itemSteps(of loop: Loop) -> Int {
-  loop.lock.withLock { loop.itemSteps + loop.modes.values.reduce(0) { $0 + $1.itemSteps } }
+  loop.lock.withLock { loop.itemSteps + loop.modeStates.values.reduce(0) { $0 + $1.itemSteps } }
 }

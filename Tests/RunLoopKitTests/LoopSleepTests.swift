@@ -56,7 +56,7 @@ actor Poller {
 
 /// Timers in `mode`, as the loop counts them (a common-mode timer counts in each common mode).
 func timerCount(of loop: Loop, in mode: Loop.Mode = .default) -> Int {
-  loop.lock.withLock { loop.modes[mode]?.timerCount ?? 0 }
+  loop.lock.withLock { loop.modeStates[mode]?.timerCount ?? 0 }
 }
 
 extension RunLoopKitTests {

@@ -35,7 +35,7 @@ extension RunLoopKitTests {
       try onLoopThread { loop in
         let source = ManualSource { performed.value += 1 }
         try loop.add(source, to: .default)
-        let mode = try #require(loop.lock.withLock { loop.modes[.default] })
+        let mode = try #require(loop.lock.withLock { loop.modeStates[.default] })
         let looks = { loop.lock.withLock { mode.manualLooks } }
         _ = loop.run(for: .zero)
         let quiet = looks()

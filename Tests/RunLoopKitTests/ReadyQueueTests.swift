@@ -22,7 +22,7 @@ extension RunLoopKitTests {
           try loop.add(source, to: .default)
           sources.append(source)
         }
-        let mode = try #require(loop.lock.withLock { loop.modes[.default] })
+        let mode = try #require(loop.lock.withLock { loop.modeStates[.default] })
         let moves = { loop.lock.withLock { mode.ready.moves } }
         // Signalled in a shuffled order of indices: the signal order is what counts.
         var generator = SplitMixGenerator(seed: 104)
@@ -50,7 +50,7 @@ extension RunLoopKitTests {
         try loop.add(passing, to: .default)
         try loop.add(passing, to: "other")
         waiting.signal()
-        let mode = try #require(loop.lock.withLock { loop.modes["other"] })
+        let mode = try #require(loop.lock.withLock { loop.modeStates["other"] })
         var largest = 0
         for _ in 0..<10_000 {
           passing.signal()

@@ -22,7 +22,7 @@ extension RunLoopKitTests {
           try loop.add(source, to: .default)
           sources.append(source)
         }
-        let mode = try #require(loop.lock.withLock { loop.modes[.default] })
+        let mode = try #require(loop.lock.withLock { loop.modeStates[.default] })
         let meters = { loop.lock.withLock { (mode.manualSources.steps, mode.ready.moves) } }
         _ = loop.run(for: .zero)
         let before = meters()
@@ -93,7 +93,7 @@ extension RunLoopKitTests {
         _ = loop.run(for: .zero)
         #expect(recorder.all == ["performed", "performed"])
         let heaps = loop.lock.withLock {
-          (loop.modes[.default]?.ready.count, loop.modes["other"]?.ready.count)
+          (loop.modeStates[.default]?.ready.count, loop.modeStates["other"]?.ready.count)
         }
         #expect(heaps.0 == 0 && heaps.1 == 0)
       }
@@ -109,7 +109,7 @@ extension RunLoopKitTests {
         let gone = ManualSource { performed.value += 100 }
         let first = ManualSource(order: -1) {}
         for item in [first, source, gone] { try loop.add(item, to: .default) }
-        let heap = { loop.lock.withLock { loop.modes[.default]?.ready.count } }
+        let heap = { loop.lock.withLock { loop.modeStates[.default]?.ready.count } }
         // A run that returns after one source leaves the others in the mode's ready heap.
         for item in [first, source, gone] { item.signal() }
         #expect(loop.run(for: .zero, returnAfterSourceHandled: true) == .handledSource)

@@ -37,7 +37,7 @@ extension RunLoopKitTests {
           replacement = pair[0]
         case .epollInstance: replacement = crl_epoll_create()
         case .loopsOwnEpollSet:
-          replacement = loop.lock.withLock { loop.modes[.default]!.epoll.fd }
+          replacement = loop.lock.withLock { loop.modeStates[.default]!.epoll.fd }
           ownCopy = true
         }
         precondition(dup2(replacement, fd) == fd)
@@ -158,7 +158,7 @@ extension RunLoopKitTests {
         loop.run(for: .zero)
         first.invalidate()
         let before = (try? source.setInterest(.readable)) == nil
-        _ = loop.lock.withLock { loop.rebuildEpollSetLocked(loop.modes[.default]!) }
+        _ = loop.lock.withLock { loop.rebuildEpollSetLocked(loop.modeStates[.default]!) }
         let after = (try? source.setInterest(.readable)) == nil
         source.invalidate()
         for fd in [other.read, other.write, replacement.value?.read, replacement.value?.write] {
@@ -241,7 +241,7 @@ extension RunLoopKitTests {
         liveSource.invalidate()
         close(keep.read)
         close(keep.write)
-        let pending = loop.lock.withLock { loop.modes[.default]!.untrackedTokens.count }
+        let pending = loop.lock.withLock { loop.modeStates[.default]!.untrackedTokens.count }
         return (pending, loop.metrics.epollRebuilds, liveCalls.value)
       }
       #expect(pending == 0)

@@ -51,7 +51,7 @@ extension RunLoopKitTests {
         }
         invalidator.join()
         mover.join()
-        let heap = loop.lock.withLock { loop.modes[.default]?.timers }
+        let heap = loop.lock.withLock { loop.modeStates[.default]?.timers }
         let entries = loop.lock.withLock { heap?.entries ?? [] }
         let inHeap = Set(entries.map { ObjectIdentifier($0.timer) })
         let valid = timers.filter(\.isValid)

@@ -109,7 +109,7 @@ extension RunLoopKitTests {
         #expect(postponing.fireDate == target.value)
         #expect(loop.nextTimerFireDate(in: .default) == target.value)
         // The mode's timerfd is set for that date: that is when the loop wakes to fire it.
-        #expect(loop.lock.withLock { loop.modes[.default]!.armedDeadline } == target.value)
+        #expect(loop.lock.withLock { loop.modeStates[.default]!.armedDeadline } == target.value)
         postponing.invalidate()
 
         // Earlier than the date just fired: ignored, the timer stays on its grid. The public
@@ -333,7 +333,7 @@ extension RunLoopKitTests {
           try loop.add(timer, to: .default)
           timers.append(timer)
         }
-        let heap = loop.lock.withLock { loop.modes[.default]!.timers }
+        let heap = loop.lock.withLock { loop.modeStates[.default]!.timers }
         // Every timer knows its own heap index, so a cancel needs no search for it...
         #expect(loop.lock.withLock { heapIndicesAreRecorded(heap) })
         // ...and a cancel goes by that record alone: a timer whose record is made to point at

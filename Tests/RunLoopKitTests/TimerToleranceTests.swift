@@ -151,7 +151,7 @@ extension RunLoopKitTests {
             // Whatever the loop slept for, the timerfd never held it.
             armed.value =
               armed.value
-              || loop.lock.withLock { loop.modes[.default]?.timerFD.armedDeadline != nil }
+              || loop.lock.withLock { loop.modeStates[.default]?.timerFD.armedDeadline != nil }
           }
           try loop.add(observer, to: .default)
           defer { observer.invalidate() }
@@ -212,7 +212,7 @@ extension RunLoopKitTests {
         try loop.add(timer, to: .default)
         #expect(waitUntil(seconds: 10) { loop.contains(timer, in: .default) && loop.isWaiting })
         #expect(asleepInEpoll(loop))
-        let held = loop.lock.withLock { loop.modes[.default]?.timerFD.armedDeadline }
+        let held = loop.lock.withLock { loop.modeStates[.default]?.timerFD.armedDeadline }
         #expect(fired.value || held == timer.fireDate, "the timerfd holds the date")
         #expect(waitUntil(seconds: 10) { fired.value })
       }

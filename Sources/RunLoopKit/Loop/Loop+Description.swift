@@ -12,8 +12,8 @@ extension Loop: CustomDebugStringConvertible {
           + "waiting: \(sleeping), running: [\(running)], queued blocks: \(queued)")
       lines.append(
         "  common modes: \(commonModeNames.map(\.name)), common items: \(commonItems.count)")
-      for name in modes.keys.sorted(by: { $0.name < $1.name }) {
-        guard let mode = modes[name] else { continue }
+      for name in modeStates.keys.sorted(by: { $0.name < $1.name }) {
+        guard let mode = modeStates[name] else { continue }
         lines.append("  mode \"\(name)\" (epoll fd \(mode.epoll.fd), timerfd \(mode.timerFD.fd))")
         let groups: [(String, [any LoopItem])] = [
           ("manual sources", mode.manualSources.inOrder),

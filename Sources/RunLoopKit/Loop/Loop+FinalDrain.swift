@@ -32,8 +32,12 @@ extension Loop {
     var performedSources = Set<ObjectIdentifier>()
     while true {
       endSleepsBeforeExit()
-      let performed = performSignalledSourcesBeforeExit(skipping: &performedSources)
+      var performed = performSignalledSourcesBeforeExit(skipping: &performedSources)
       let delivered = deliverPortMessagesBeforeExit()
+      // `performAsSource` blocks whose source was performed already this drain (or never
+      // signalled in time): run here, in the order queued; the queue closes as the block
+      // queue does, in a round that found nothing else to do.
+      performed = sourcePerforms.runAllBeforeExit(mayClose: !performed && !delivered) || performed
       // The queue closes only in a round that found nothing else to do: a source or a port
       // handler of this round may have posted, or signalled a source for the next round.
       let batch = takeQueuedBlocksOrClose(mayClose: !performed && !delivered)
@@ -51,7 +55,7 @@ extension Loop {
   private func endSleepsBeforeExit() {
     var sleeps: [LoopTimer] = []
     lock.withLock {
-      for mode in modes.values {
+      for mode in modeStates.values {
         mode.timers.forEachTimer { timer in
           if timer.endsSleep { sleeps.append(timer) }
         }
@@ -72,7 +76,7 @@ extension Loop {
     let signalled = lock.withLock { [performed] () -> [(source: ManualSource, sequence: UInt64)] in
       var seen = performed
       var found: [(source: ManualSource, sequence: UInt64)] = []
-      for mode in modes.values {
+      for mode in modeStates.values {
         mode.manualSources.visitAll { source in
           let key = source.signalKey
           guard key.signalled, seen.insert(ObjectIdentifier(source)).inserted else { return }
@@ -101,7 +105,7 @@ extension Loop {
   private func scheduledPortsLocked() -> [DescriptorSource] {
     var seen = Set<ObjectIdentifier>()
     var ports: [DescriptorSource] = []
-    for mode in modes.values {
+    for mode in modeStates.values {
       for (_, source) in mode.descriptors.entries where source.messages != nil {
         if seen.insert(ObjectIdentifier(source)).inserted { ports.append(source) }
       }

@@ -11,7 +11,7 @@ extension Loop {
       let mode = last.takeUnretainedValue()
       return isEmptyLocked(mode) ? nil : mode
     }
-    if let mode = modes[name] {
+    if let mode = modeStates[name] {
       lastModeFound = Unmanaged.passUnretained(mode)
       return isEmptyLocked(mode) ? nil : mode
     }

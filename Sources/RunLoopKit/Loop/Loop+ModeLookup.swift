@@ -24,7 +24,7 @@ extension Loop {
 
   /// `modeLocked` when the mode is not the one found last.
   private func lookUpModeLocked(_ name: Mode) throws(LoopError) -> ModeState {
-    if let mode = modes[name] {
+    if let mode = modeStates[name] {
       lastModeFound = Unmanaged.passUnretained(mode)
       return mode
     }
@@ -32,7 +32,8 @@ extension Loop {
     let mode = try ModeState(
       mode: name, wakeFD: try wakeFDLocked(), isVirtual: virtualClock != nil)
     if commonModeNames.contains(name) { mode.isCommon = true }
-    modes[name] = mode
+    modeStates[name] = mode
+    modesMade.append(name)
     lastModeFound = Unmanaged.passUnretained(mode)
     return mode
   }

@@ -101,7 +101,7 @@ extension Loop {
   public func nextTimerFireDate(in name: Mode) -> LoopClock.Instant? {
     lock.withLock {
       let names = name == .common ? commonModeNames : [name]
-      return names.compactMap { modes[$0]?.timers.earliest?.fireDate }.min()
+      return names.compactMap { modeStates[$0]?.timers.earliest?.fireDate }.min()
     }
   }
 
@@ -215,9 +215,9 @@ extension Loop {
       var targets: [ModeState]
       if name == .common {
         commonItems.remove(item)
-        targets = commonModeNames.compactMap { modes[$0] }
+        targets = commonModeNames.compactMap { modeStates[$0] }
       } else {
-        targets = modes[name].map { [$0] } ?? []
+        targets = modeStates[name].map { [$0] } ?? []
       }
       targets = targets.filter { item.isMember(of: $0) }
       let callouts = targets.compactMap { item.detachLocked(from: $0, of: self) }
@@ -236,7 +236,7 @@ extension Loop {
       if name == .common { return commonItems.contains(item) }
       // An item of another loop is in none of this loop's modes, and its list of modes is
       // guarded by that loop's lock, not this one: reading it here would race with that loop.
-      guard item.owner === self, let mode = modes[name] else { return false }
+      guard item.owner === self, let mode = modeStates[name] else { return false }
       return item.isMember(of: mode)
     }
   }

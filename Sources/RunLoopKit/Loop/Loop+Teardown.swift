@@ -22,7 +22,7 @@ extension Loop {
       // recursive (GLib's /maincontext/source_finalization_from_source).
       var items: [any LoopItem] = []
       var callouts: [Callout] = []
-      for mode in modes.values {
+      for mode in modeStates.values {
         let timers =
           mode.timers.entries.map(\.timer)
           + firingTimers.filter { $0.slots.contains { $0.mode === mode } }
@@ -43,7 +43,7 @@ extension Loop {
       signalInbox.take(swapping: &inboxBuffer)
       let retired: [Any] = [
         inboxBuffer,
-        Array(modes.values), blocks, deferredBlocks, spareBatch as Any, firingTimers,
+        Array(modeStates.values), blocks, deferredBlocks, spareBatch as Any, firingTimers,
         executorStorage as Any, jobs.executor as Any, spareEpoll as Any, witnesses as Any,
       ]
       witnesses?.close()
@@ -52,7 +52,7 @@ extension Loop {
       executorStorage = nil
       jobs.executor = nil
       spareEpoll = nil
-      modes = [:]
+      modeStates = [:]
       lastModeFound = nil
       blocks = []
       deferredBlocks = []
@@ -76,7 +76,7 @@ extension Loop {
     if let wakeFD, fd == wakeFD.fd { return "its wake-up eventfd" }
     if let spareEpoll, fd == spareEpoll.fd { return "its spare epoll set" }
     if let witnesses, fd == witnesses.set.fd { return "its epoll set of descriptor witnesses" }
-    for mode in modes.values {
+    for mode in modeStates.values {
       if fd == mode.epoll.fd { return "the epoll set of mode \"\(mode.mode)\"" }
       if fd == mode.timerFD.fd { return "the timerfd of mode \"\(mode.mode)\"" }
       if let outer = mode.embeddingSet, fd == outer.fd {
@@ -103,7 +103,7 @@ extension Loop {
   var ownedDescriptors: [Int32] {
     lock.withLock {
       [wakeFD?.fd, spareEpoll?.fd, witnesses?.set.fd].compactMap { $0 }
-        + modes.values.flatMap { [$0.epoll.fd, $0.timerFD.fd] }
+        + modeStates.values.flatMap { [$0.epoll.fd, $0.timerFD.fd] }
     }
   }
 }

@@ -128,9 +128,11 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   let isMainThreadLoop: Bool
   /// The owner's name when the loop was created (a resident thread names itself first).
   let threadName: String?
-  @exclusivity(unchecked) var modes: [Mode: ModeState] = [:]
-  /// The mode `modeLocked` returned last (see there); dropped with `modes` at teardown.
-  /// Unmanaged: `modes` owns it, and reading it then costs the add path no retain and
+  @exclusivity(unchecked) var modeStates: [Mode: ModeState] = [:]
+  /// The names of `modes`, in the order they were made (see `Loop.modes`).
+  @exclusivity(unchecked) var modesMade: [Mode] = []
+  /// The mode `modeLocked` returned last (see there); dropped with `modeStates` at teardown.
+  /// Unmanaged: `modeStates` owns it, and reading it then costs the add path no retain and
   /// release (an atomic each, which waits for the timer's cache misses before it).
   @exclusivity(unchecked) var lastModeFound: Unmanaged<ModeState>?
   @exclusivity(unchecked) var commonModeNames: [Mode] = [.default]
@@ -150,6 +152,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// Under `.adaptive`: what the policy learned. Only the loop's own thread touches it, while
   /// it waits (the one field `lock` does not guard).
   @exclusivity(unchecked) var adaptiveSpin = AdaptiveSpin()
+  /// The blocks `performAsSource` queued, and their sources.
+  let sourcePerforms = SourcePerformQueue()
   /// Manual sources signalled since the loop last looked (see `SignalInbox`), and the buffer
   /// the last look swapped out of it, kept for the next.
   let signalInbox = SignalInbox()

@@ -71,7 +71,7 @@ extension Loop {
 
   /// The deadline the mode's timer would be armed at (its first timer, tolerance included).
   func virtualWakeDeadline(in mode: Mode) -> LoopClock.Instant? {
-    lock.withLock { modes[mode]?.armedDeadline }
+    lock.withLock { modeStates[mode]?.armedDeadline }
   }
 
   /// The tracer a step reads its events from: the loop's own, or one attached for the step
@@ -117,7 +117,7 @@ extension Loop {
   func hasReadyWork(in mode: Mode) -> Bool {
     lock.withLock {
       if hasBlocksLocked(for: mode) { return true }
-      guard let state = modes[mode] else { return false }
+      guard let state = modeStates[mode] else { return false }
       return hasUnseenSignalsLocked(in: state)
     }
   }
