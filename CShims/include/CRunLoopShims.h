@@ -140,6 +140,19 @@ int crl_pidfd_open(pid_t pid);
 /// waitid(P_PIDFD, pidfd, …, options): returns the child's pid and stores si_code and
 /// si_status, 0 when WNOHANG found nothing to report, or -1 with errno.
 int crl_pidfd_wait(int pidfd, int options, int *code, int *status);
+/// posix_spawn (or posix_spawnp when search_path) of path with argv and envp (NULL: this
+/// process's environment), in directory
+/// when not NULL: stdio[i] (when not -1) becomes the child's descriptor i; every other
+/// descriptor is closed in the child; no signal is blocked and every disposition is the
+/// default. Returns 0 or an errno value (an exec failure's included).
+int crl_spawn(pid_t *pid, const char *path, int search_path, char *const argv[],
+              char *const envp[], const char *directory, const int stdio[3]);
+/// pipe2(fds, O_CLOEXEC); -1 with errno.
+int crl_pipe_cloexec(int fds[2]);
+/// Adds O_NONBLOCK to fd's status flags; -1 with errno.
+int crl_set_nonblocking(int fd);
+/// open("/dev/null", O_RDWR | O_CLOEXEC); -1 with errno.
+int crl_open_null(void);
 static const int CRL_WEXITED = WEXITED;
 static const int CRL_WNOHANG = WNOHANG;
 static const int CRL_WNOWAIT = WNOWAIT;

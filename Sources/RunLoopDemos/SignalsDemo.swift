@@ -50,7 +50,8 @@ public enum SignalsDemo {
 
     // 2. A child process, watched to its exit through its pidfd.
     let termination = Locked<ChildProcessSource.Termination?>(nil)
-    let child = try spawnWithDefaultSignals(["/bin/sh", "-c", "exit 7"])
+    // SpawnedProcess starts it with no signal blocked and every disposition at its default.
+    let child = try SpawnedProcess(executable: "/bin/sh", arguments: ["-c", "exit 7"]).processID
     let watch = try ChildProcessSource(processID: child) { ended in
       termination.value = ended
       loop.stop()

@@ -9,7 +9,7 @@ import Testing
 /// Starts `/bin/sh -c script` (nothing reaps it but the test), with no signal blocked and
 /// every action at its default, and returns its process ID.
 func spawnShell(_ script: String) throws -> pid_t {
-  try spawnWithDefaultSignals(["/bin/sh", "-c", script])
+  try SpawnedProcess(executable: "/bin/sh", arguments: ["-c", script]).processID
 }
 
 /// Whether `pid` is still running (not yet a zombie).

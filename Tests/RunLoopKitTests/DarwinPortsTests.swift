@@ -123,3 +123,94 @@ extension RunLoopKitTests {
     }
   }
 }
+
+extension RunLoopKitTests {
+  @Suite("A repeating timer's interval can change") struct TimerIntervalChange {
+    @Test(
+      "115. Setting a repeating timer's interval keeps the fire date already due and restarts the grid there"
+    )
+    func intervalChangeRestartsTheGrid() throws {
+      let virtual = VirtualLoop()
+      let fires = Box<[Duration]>([])
+      let loop = virtual.loop
+      let timer = try loop.assumeIsolated().addTimer(
+        after: .milliseconds(100), repeating: .milliseconds(100)
+      ) { _ in fires.value.append(VirtualLoop.defaultStart.duration(to: loop.now)) }
+      virtual.advance(by: .milliseconds(250))
+      timer.interval = .milliseconds(500)
+      #expect(timer.interval == .milliseconds(500))
+      virtual.advance(to: VirtualLoop.defaultStart.advanced(by: .milliseconds(1400)))
+      #expect(fires.value == [100, 200, 300, 800, 1300].map { .milliseconds($0) })
+    }
+
+    @Test(
+      "115. Set in the timer's own callout, the next fire is still on the old grid; a fire date the callout sets wins"
+    )
+    func intervalChangeInsideTheCallout() throws {
+      let virtual = VirtualLoop()
+      let fires = Box<[Duration]>([])
+      let loop = virtual.loop
+      try loop.assumeIsolated().addTimer(
+        after: .seconds(1), repeating: .seconds(1)
+      ) { timer in
+        let at = VirtualLoop.defaultStart.duration(to: loop.now)
+        fires.value.append(at)
+        if at == .seconds(2) { timer.interval = .seconds(5) }
+        if at == .seconds(8) {
+          timer.fireDate = loop.now.advanced(by: .seconds(1))
+          try? timer.setInterval(.seconds(2))
+        }
+        if at >= .seconds(13) { timer.invalidate() }
+      }
+      virtual.advance(by: .seconds(20))
+      #expect(fires.value == [1, 2, 3, 8, 9, 11, 13].map { .seconds($0) })
+    }
+
+    @Test(
+      "115. A one-shot timer cannot become repeating, nor a repeating one one-shot, nor take an interval of zero: setInterval throws, naming the rule"
+    )
+    func intervalRefusals() throws {
+      let oneShot = try LoopTimer(after: .seconds(1)) { _ in }
+      let repeating = try LoopTimer(after: .seconds(1), repeating: .seconds(1)) { _ in }
+      #expect(throws: LoopError.self) { try oneShot.setInterval(.seconds(1)) }
+      #expect(throws: LoopError.self) { try repeating.setInterval(nil) }
+      #expect(throws: LoopError.self) { try repeating.setInterval(.zero) }
+      try oneShot.setInterval(nil)  // already one-shot: nothing to change
+      do {
+        try oneShot.setInterval(.seconds(1))
+      } catch {
+        #expect("\(error)".contains("a one-shot timer cannot become repeating"))
+      }
+      #expect(oneShot.interval == nil && repeating.interval == .seconds(1))
+      repeating.invalidate()
+      try repeating.setInterval(.seconds(3))  // an invalid timer: nothing happens
+      #expect(repeating.interval == .seconds(1))
+    }
+
+    @Test("115. The interval setter traps where setInterval throws, with the error's message")
+    func intervalSetterTraps() async {
+      let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        let timer = try LoopTimer(after: .seconds(1)) { _ in }
+        timer.interval = .seconds(1)
+      }
+      let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+      #expect(message.contains("a one-shot timer cannot become repeating"), "\(message)")
+    }
+
+    @Test("115. Changing the interval from another thread while the loop fires the timer")
+    func intervalChangedFromAnotherThread() throws {
+      let thread = try ResidentThread(name: "interval")
+      defer { thread.stop() }
+      let fires = Box(0)
+      let timer = try thread.performAndWait {
+        try thread.assumeIsolated().addTimer(
+          after: .milliseconds(1), repeating: .milliseconds(1)
+        ) { _ in fires.value += 1 }
+      }
+      for step in 1...200 { timer.interval = .microseconds(500 + step) }
+      #expect(waitUntil { fires.value >= 20 })
+      #expect(timer.interval == .microseconds(700))
+      timer.invalidate()
+    }
+  }
+}

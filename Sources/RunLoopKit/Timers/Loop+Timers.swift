@@ -75,7 +75,7 @@ extension Loop {
         sink.record(
           .timer(timer.traceName, lateness: firedAt.duration(to: began)), since: began)
       }
-      if timer.interval == nil { timer.invalidate() }
+      if !timer.repeats { timer.invalidate() }
       lock.withLock { finishFiringLocked(timer, firedAt: firedAt) }
     }
     // Emptied before the lock: letting go of a timer may run its handler's deinit, which
@@ -113,15 +113,16 @@ extension Loop {
   private func finishFiringLocked(_ timer: LoopTimer, firedAt: LoopClock.Instant) {
     timer.isFiring = false
     firingTimers.removeAll { $0 === timer }
-    guard let interval = timer.interval, timer.isValid else {
+    guard timer.repeats, timer.isValid else {
       retireTimerLocked(timer)
       return
     }
     let (date, tolerance) = timer.binding.lock.withLock { () -> (LoopClock.Instant, Int64) in
       let current = timer.scheduleUnlocked
+      // A repeating timer's interval is never nil (`LoopTimer.interval`).
       let next = LoopTimer.nextFireDate(
-        after: firedAt, current: current.fireDate, interval: interval, now: now,
-        wasSet: current.wasSet)
+        after: firedAt, current: current.fireDate, interval: timer.storedInterval ?? .zero,
+        now: now, wasSet: current.wasSet)
       timer.setFireDateUnlocked(next)
       return (next, current.tolerance)
     }

@@ -57,13 +57,16 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// `fireDate` was set since the timer's callout began: the loop honours that date after
   /// the callout even when it equals the date just fired (as it does on a virtual loop, where
   /// no time passes in a callout). Guarded by `binding.lock`.
-  @exclusivity(unchecked) private var fireDateSet = false
+  @exclusivity(unchecked) var fireDateSet = false
+  /// Whether the timer repeats: fixed at creation, as `interval` can change but not to or
+  /// from nil, so a fire reads it with no lock.
+  let repeats: Bool
   /// Guarded by `binding.lock`; nil once the timer is invalid (a one-shot timer that fired
   /// included), so nothing it captured outlives it: CFRunLoopTimerInvalidate releases the
   /// timer's context the same way.
   @exclusivity(unchecked) private var storedHandler: Handler?
   /// Guarded by `binding.lock`.
-  @exclusivity(unchecked) private var storedFireDate: LoopClock.Instant
+  @exclusivity(unchecked) var storedFireDate: LoopClock.Instant
   /// In nanoseconds, which leaves room for `pendingDelay` without making the timer larger.
   /// Guarded by `binding.lock`.
   @exclusivity(unchecked) private var storedTolerance: Int64
@@ -82,8 +85,8 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// 200 bytes took 208.)
   let sequence: UInt64
 
-  /// `nil` for a one-shot timer.
-  public let interval: Duration?
+  /// The repeat interval (`interval`); guarded by `binding.lock`.
+  @exclusivity(unchecked) var storedInterval: Duration?
   /// A name for traces and `debugDescription`; the loop does not use it otherwise.
   public let label: String?
   /// Kept for parity with `CFRunLoopTimerGetOrder`. Like CF, the loop ignores it: timers due
@@ -135,7 +138,8 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
     let sequence = SignalClock.next()
     self.sequence = sequence
     self.binding = Binding(lock: LockStripes.lock(for: sequence))
-    self.interval = interval
+    self.storedInterval = interval
+    self.repeats = interval != nil
     self.label = label
     self.order = order
     self.releasesOnLoopThread = releasesOnLoopThread
@@ -245,7 +249,7 @@ public final class LoopTimer: @unchecked Sendable {  // state under binding.lock
   /// loop's heaps when it is bound. Validity is checked in the same hold of the lock that
   /// makes the change, so a change racing `invalidate()` is either made before it or dropped.
   /// `change` is given the now of the timer's loop's clock (the real one while unbound).
-  private func changeSchedule(_ change: (LoopClock.Instant) -> Void) {
+  func changeSchedule(_ change: (LoopClock.Instant) -> Void) {
     let owner = binding.lock.withLock { () -> Loop? in
       guard bindingState.isValid else { return nil }
       if let loop = bindingState.loop { return loop }
