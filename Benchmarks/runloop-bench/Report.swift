@@ -19,6 +19,7 @@ struct Report: Codable {
   var executorSplit: ExecutorSplitResult?
   var tracer: TracerCostResult?
   var isolated: IsolatedLoopResult?
+  var threadStorage: ThreadStorageResult?
   var virtualTime: VirtualTimeResult?
   var virtualTasks: VirtualTaskResult?
   var scaling: ScalingResult?
@@ -130,6 +131,7 @@ extension Report {
       )
     }
     printIsolatedLoop()
+    printThreadStorage()
     printVirtualTime()
     printVirtualTasks()
     printLateness(

@@ -57,6 +57,7 @@ if options.wants("executors") {
 }
 if options.wants("isolated") {
   report.isolated = try IsolatedLoopStudy.run(options, progress: progress)
+  report.threadStorage = try ThreadStorageStudy.run(options, progress: progress)
 }
 if options.wants("virtual") {
   report.virtualTime = try VirtualTimeStudy.run(options, progress: progress)

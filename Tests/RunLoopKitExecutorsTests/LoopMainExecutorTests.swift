@@ -22,6 +22,15 @@ final class Progress: Sendable {
 /// `LoopMainExecutor` driven by hand on the real main thread (XCTest runs test methods there),
 /// the way the runtime drives it when the factory is installed.
 final class LoopMainExecutorTests: XCTestCase {
+  /// What *Keeping a thread alive* says of the main thread: its default mode is never empty.
+  func test_117_mainThreadsDefaultModeIsNeverEmpty() throws {
+    let loop = Loop.main
+    XCTAssertTrue(loop.isCurrent)
+    let started = LoopClock.Instant.now
+    XCTAssertEqual(loop.run(in: .default, for: .milliseconds(100)), .timedOut)
+    XCTAssertGreaterThanOrEqual(started.duration(to: .now), .milliseconds(100))
+  }
+
   func test_64_runUntilServesJobsUntilConditionHolds() throws {
     let actor = OnLoopMain()
     let progress = Progress()

@@ -295,6 +295,41 @@ extension RunLoopKitTests {
       try thread.join()
     }
 
+    @Test(
+      "Thread storage keeps values of several types, removes on nil, and the article's counter counts"
+    )
+    func test_threadStorageTypesAndArticle() throws {
+      let thread = try ResidentThread(name: "storage2")
+      defer { thread.stop() }
+      let name = ThreadStorageKey<String>("name")
+      let list = ThreadStorageKey<[Int]>("list")
+      let done = Gate()
+      // --- ThreadBoundState.md: ThreadStorage ---
+      try thread.perform {
+        let storage = thread.storage
+        storage[Keys.searches] = (storage[Keys.searches] ?? 0) + 1
+      }
+      // --- end ---
+      try thread.perform { done.open() }
+      #expect(done.wait())
+      let values = try thread.performAndWait { () -> (Int?, String?, [Int]?, Int, Int) in
+        let storage = thread.storage
+        storage[Keys.searches] = (storage[Keys.searches] ?? 0) + 1
+        storage[name] = "a"
+        storage[name] = "b"
+        storage[list] = [1]
+        storage[list]?.append(2)
+        let countWithAll = storage.count
+        storage[name] = nil
+        return (storage[Keys.searches], storage[name], storage[list], countWithAll, storage.count)
+      }
+      #expect(values.0 == 2)
+      #expect(values.1 == nil)
+      #expect(values.2 == [1, 2])
+      #expect(values.3 == 3)
+      #expect(values.4 == 2)
+    }
+
     @Test("Users can add their own sources and timers to the resident thread's loop")
     func test_loopAccess() throws {
       let thread = try ResidentThread(name: "timers")
@@ -308,3 +343,6 @@ extension RunLoopKitTests {
     }
   }
 }
+
+/// The article's key (*Thread-bound state*, ThreadStorage).
+enum Keys { static let searches = ThreadStorageKey<Int>("searches") }

@@ -4,7 +4,9 @@ import Glibc
 /// `static let`); copies of a key are the same key. Where `NSThread.threadDictionary` keys are
 /// untyped strings, this key carries the value's type.
 public struct ThreadStorageKey<Value>: Hashable, Sendable {
-  private let id = SignalClock.next()
+  /// What the store files the value under: unique to this key and its copies, so every key
+  /// with this id has the same `Value` type.
+  @usableFromInline let id = SignalClock.next()
   /// A name for debugging; two keys with the same name are still distinct.
   public let name: String
 
@@ -16,7 +18,14 @@ public struct ThreadStorageKey<Value>: Hashable, Sendable {
 /// back with the type their key declares. Each thread has its own, created on first use and
 /// released when the thread exits. Not `Sendable`: it only ever belongs to one thread.
 public final class ThreadStorage {
-  private var values: [AnyHashable: Any] = [:]
+  /// One value, boxed so that a write changes it in place (no dictionary write) and a read
+  /// needs no dynamic cast: a key's id fixes its value's type (see `ThreadStorageKey.id`).
+  @usableFromInline final class Slot<Value> {
+    @usableFromInline var value: Value
+    @usableFromInline init(_ value: Value) { self.value = value }
+  }
+
+  @usableFromInline var values: [UInt64: AnyObject] = [:]
 
   fileprivate init() {}
 
@@ -30,10 +39,23 @@ public final class ThreadStorage {
     return storage
   }
 
-  /// The value stored under `key` on this thread, or nil; setting nil removes it.
+  /// The value stored under `key` on this thread, or nil; setting nil removes it. Inlinable,
+  /// so that a caller's code is specialized for `Value`: unspecialized generic code would
+  /// look the slot's type metadata up on every access.
+  @inlinable
   public subscript<Value>(key: ThreadStorageKey<Value>) -> Value? {
-    get { values[key] as? Value }
-    set { values[key] = newValue }
+    get { values[key.id].map { unsafeDowncast($0, to: Slot<Value>.self).value } }
+    set {
+      guard let newValue else {
+        values[key.id] = nil
+        return
+      }
+      if let slot = values[key.id] {
+        unsafeDowncast(slot, to: Slot<Value>.self).value = newValue
+      } else {
+        values[key.id] = Slot(newValue)
+      }
+    }
   }
 
   /// Removes every value.
