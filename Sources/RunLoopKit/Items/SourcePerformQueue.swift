@@ -55,43 +55,44 @@ final class SourcePerformQueue: Sendable {
     let entry = Entry(block, sequence: sequences.add(1, ordering: .relaxed).newValue)
     return try state.withLock { (state) throws(LoopError) -> [ManualSource] in
       if state.closed { throw .loopTornDown(thread: loop.threadDescription) }
+      // Every mode's source first, then the block into each queue: an add that throws
+      // leaves the block in no queue, so a call that throws never runs its block.
       var sources: [ManualSource] = []
       for mode in modes {
-        var target: Target
         if let known = state.targets[mode] {
-          target = known
-        } else {
-          let source = ManualSource(label: "performAsSource") { [unowned self] in
-            self.runEntries(for: mode)
-          }
-          try loop.add(source, to: mode)
-          target = Target(source: source)
+          sources.append(known.source)
+          continue
         }
-        target.entries.append(entry)
-        state.targets[mode] = target
-        sources.append(target.source)
+        let source = ManualSource(label: "performAsSource") { [unowned self] in
+          self.runEntries(for: mode)
+        }
+        try loop.add(source, to: mode)
+        state.targets[mode] = Target(source: source)
+        sources.append(source)
       }
+      for mode in modes { state.targets[mode]?.entries.append(entry) }
       return sources
     }
   }
 
   /// The callout of `mode`'s source: runs the blocks queued for it, in order, each unless
-  /// another mode's source ran it first.
+  /// another mode's source ran it first. The source leaves the mode with its last block, as
+  /// a block queued with `perform` stops counting once run: a mode is kept alive by
+  /// `performAsSource` only while a block waits (the next call adds a source again).
   private func runEntries(for mode: Loop.Mode) {
-    let entries = state.withLock { state -> [Entry] in
-      guard var target = state.targets[mode] else { return [] }
-      defer {
-        target.entries = []
-        state.targets[mode] = target
-      }
-      return target.entries
+    let (entries, source) = state.withLock { state -> ([Entry], ManualSource?) in
+      guard let target = state.targets.removeValue(forKey: mode) else { return ([], nil) }
+      return (target.entries, target.source)
     }
+    // Outside the mutex, as every other callout of the loop: invalidating takes the loop's
+    // lock (the order mutex → loop lock is the enqueue's, but nothing needs both here).
+    source?.invalidate()
     for entry in entries { entry.take()?() }
   }
 
-  /// For the final drain: takes and runs every block still queued, whatever its mode; when
-  /// none is left and `mayClose`, closes the queue. Returns whether any ran.
-  func runAllBeforeExit(mayClose: Bool) -> Bool {
+  /// For the final drain: takes and runs every block still queued, whatever its mode, in
+  /// the order queued. Returns whether any ran.
+  func runAllBeforeExit() -> Bool {
     let entries = state.withLock { state -> [Entry] in
       var all: [Entry] = []
       for (mode, var target) in state.targets where !target.entries.isEmpty {
@@ -99,7 +100,6 @@ final class SourcePerformQueue: Sendable {
         target.entries = []
         state.targets[mode] = target
       }
-      if all.isEmpty && mayClose { state.closed = true }
       return all.sorted { $0.sequence < $1.sequence }
     }
     var ran = false
@@ -110,5 +110,15 @@ final class SourcePerformQueue: Sendable {
       }
     }
     return ran
+  }
+
+  /// For the final drain, once a round found nothing to do: refuses later blocks, unless one
+  /// arrived meanwhile (then false: the drain goes round again to run it).
+  func closeIfEmpty() -> Bool {
+    state.withLock { state in
+      guard state.targets.values.allSatisfy({ $0.entries.isEmpty }) else { return false }
+      state.closed = true
+      return true
+    }
   }
 }

@@ -35,14 +35,18 @@ struct SpawnStreams {
       opened.append(child)
       parentEnds[slot] = parent
       childEnds[slot] = child
-      try Syscall.retryingEINTR("fcntl O_NONBLOCK", on: "fd \(parent)") {
+      try Syscall.retryingEINTR(
+        "fcntl O_NONBLOCK", on: "fd \(parent), stream \(index) of \(executable)"
+      ) {
         crl_set_nonblocking(parent)
       }
     case .fileDescriptor(let fd):
-      guard fd >= 0 else {
+      // Bounded well below Int32.max: the child's file actions go through descriptors just
+      // above the largest one given.
+      guard fd >= 0, fd < 1 << 24 else {
         throw .invalidArgument(
           name: "stream \(index) of \(executable)", value: "\(fd)",
-          reason: "a file descriptor is not negative")
+          reason: "a file descriptor is between 0 and 2^24")
       }
       childEnds[slot] = fd
     }

@@ -1,5 +1,6 @@
 import CRunLoopShims
 import Glibc
+import Synchronization
 
 /// A child process started with its standard streams chosen one by one: inherited, sent to
 /// `/dev/null`, piped to this process, or given a descriptor. Its exit is watched with a
@@ -18,8 +19,11 @@ import Glibc
 /// at its default (a loop's or Dispatch's thread blocks nearly every signal, and both survive
 /// `exec`); no descriptor of this process but its three streams (not the loops' epoll sets
 /// and eventfds, nor a descriptor other code opened without `O_CLOEXEC`). An executable
-/// without a slash is looked up in `PATH`. A failed `exec` (no such file, not executable) is
-/// a thrown error, not a child that exits 127: glibc's `posix_spawn` waits for the `exec`.
+/// without a slash is looked up in this process's `PATH` (not `environment`'s), before the
+/// working directory changes for the child; a relative path is resolved from the child's
+/// working directory. A failed `exec` (no such file, not executable) is a thrown error, not a
+/// child that exits 127: glibc's `posix_spawn` waits for the `exec`. Needs glibc 2.34 or
+/// later (`posix_spawn_file_actions_addclosefrom_np`).
 ///
 /// The parent's ends of the pipes belong to the caller, who closes them (`close(_:)`, or
 /// `closeStandardStreams()`); a `DescriptorSource` does not close its descriptor.
@@ -84,11 +88,15 @@ public final class SpawnedProcess: Sendable {
     self.standardError = streams.parentEnds[2]
   }
 
-  /// Closes the parent's ends of the pipes (each at most once). Remove or invalidate the
-  /// descriptor sources watching them first.
+  /// Closes the parent's ends of the pipes, once: later calls do nothing (closing a number
+  /// twice could close whatever reused it). Remove or invalidate the descriptor sources
+  /// watching them first, and do not also close them yourself.
   public func closeStandardStreams() {
+    guard !streamsClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
     for fd in [standardInput, standardOutput, standardError].compactMap({ $0 }) { close(fd) }
   }
+
+  private let streamsClosed = Atomic<Bool>(false)
 
   private static func spawn(
     _ executable: String, _ arguments: [String], _ environment: [String: String]?,

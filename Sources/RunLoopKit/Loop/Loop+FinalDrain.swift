@@ -35,15 +35,17 @@ extension Loop {
       var performed = performSignalledSourcesBeforeExit(skipping: &performedSources)
       let delivered = deliverPortMessagesBeforeExit()
       // `performAsSource` blocks whose source was performed already this drain (or never
-      // signalled in time): run here, in the order queued; the queue closes as the block
-      // queue does, in a round that found nothing else to do.
-      performed = sourcePerforms.runAllBeforeExit(mayClose: !performed && !delivered) || performed
+      // signalled in time): run here, in the order queued. That queue closes last, below.
+      performed = sourcePerforms.runAllBeforeExit() || performed
       // The queue closes only in a round that found nothing else to do: a source or a port
       // handler of this round may have posted, or signalled a source for the next round.
       let batch = takeQueuedBlocksOrClose(mayClose: !performed && !delivered)
       if batch.isEmpty {
         if performed || delivered { continue }
-        return
+        // The block queue is closed; `performAsSource` closes now too, unless a block came
+        // in meanwhile, which the next round runs.
+        if sourcePerforms.closeIfEmpty() { return }
+        continue
       }
       for queued in batch { queued.run(on: self) }
     }

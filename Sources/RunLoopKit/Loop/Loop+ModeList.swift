@@ -5,8 +5,9 @@ extension Loop {
   /// (a block queued for a mode makes none). Running a mode that has nothing does not make it,
   /// as in CF. A mode, once made, stays for the loop's life. Safe from any thread.
   ///
-  /// Differs from CF's unordered set in its order, which lets a "run every mode" loop (run
-  /// each for a moment, as a rescue loop does on Darwin) visit them the same way every time.
+  /// Differs from CF, whose array follows its internal set's undocumented order, in that the
+  /// order is defined: a "run every mode" loop (run each for a moment, as a rescue loop does
+  /// on Darwin) visits them the same way every time.
   public var modes: [Mode] {
     lock.withLock { [.default] + modesMade.filter { $0 != .default } }
   }
