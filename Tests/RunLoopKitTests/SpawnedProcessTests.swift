@@ -190,3 +190,45 @@ extension RunLoopKitTests {
     }
   }
 }
+
+extension RunLoopKitTests {
+  @Suite("IsolatedLoop.watch: a spawned child from its loop") struct WatchSpawned {
+    @Test(
+      "118. view.watch(process) hands over each piped stream as it is read, an empty array at each end, and tells the exit after both ends, whatever the volume"
+    )
+    func watchTellsExitAfterTheStreams() throws {
+      let (events, bytes) = try onLoopThread { loop -> ([String], Int) in
+        var events: [String] = []
+        var bytes = 0
+        var done = false
+        let child = try SpawnedProcess(
+          executable: "sh", arguments: ["-c", "head -c 300000 /dev/zero; echo err >&2; exit 3"],
+          standardOutput: .pipe, standardError: .pipe)
+        try loop.assumeIsolated().watch(
+          child,
+          output: { chunk in
+            bytes += chunk.count
+            if chunk.isEmpty { events.append("output ended") }
+          },
+          error: { chunk in
+            events.append(chunk.isEmpty ? "error ended" : String(decoding: chunk, as: UTF8.self))
+          },
+          exit: { termination in
+            events.append("exit: \(termination)")
+            done = true
+          })
+        let deadline = LoopClock.Instant.now.advanced(by: .seconds(10))
+        while !done && LoopClock.Instant.now < deadline {
+          loop.run(in: .default, until: deadline, returnAfterSourceHandled: true)
+        }
+        child.closeStandardStreams()
+        child.closeStandardStreams()  // a second call closes nothing
+        return (events, bytes)
+      }
+      #expect(bytes == 300_000)
+      #expect(events.last == "exit: exited with status 3")
+      #expect(Set(events.dropLast()) == ["output ended", "err\n", "error ended"])
+      #expect(events.firstIndex(of: "err\n")! < events.firstIndex(of: "error ended")!)
+    }
+  }
+}

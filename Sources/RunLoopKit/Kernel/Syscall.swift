@@ -38,6 +38,21 @@ enum Syscall {
     }
   }
 
+  /// Reads what a non-blocking descriptor has into `buffer`: the count (0 at the end), or nil
+  /// when nothing is there now (EAGAIN). Retries EINTR; throws on any other error.
+  static func readAvailable(
+    _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer
+  ) throws(LoopError) -> Int? {
+    while true {
+      let count = read(fd, buffer.baseAddress, buffer.count)
+      if count >= 0 { return count }
+      let code = crl_errno()
+      if code == EINTR { continue }
+      if code == EAGAIN { return nil }
+      throw .system(SystemError(operation: "read", subject: "fd \(fd)", errno: code))
+    }
+  }
+
   /// Writes `text` to standard error (fd 2) whole, for diagnostics; a failed write is
   /// dropped, as a diagnostic has nowhere else to go.
   static func writeToStandardError(_ text: String) {
