@@ -34,10 +34,13 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// runs on the loop's thread, in FIFO order, never inside another job of this loop. Traps
   /// once the loop's thread has exited.
   public func enqueue(_ job: consuming ExecutorJob) {
+    // Once queued, the job may run at once on the loop's thread, end its task and let go of
+    // this executor and its loop before this call returns: nothing of `self` is touched after
+    // the enqueue. A virtual loop, which has something to do after it, is held here first
+    // (a retain a loop of a thread does not pay).
+    let virtual = loop.virtualClock == nil ? nil : Unmanaged.passRetained(loop)
     do throws(LoopError) {
       try loop.enqueueJob(UnownedJob(job))
-      // After the job is queued: a driver that then sees no resumption away finds it.
-      if loop.virtualClock?.jobArrived() == true { loop.wakeUp() }
     } catch {
       // A job cannot be refused or run elsewhere without breaking the actor's isolation.
       if loop.isVirtual {
@@ -52,6 +55,10 @@ public final class LoopExecutor: SerialExecutor, TaskExecutor, Sendable {
           + "exited (\(error)). Keep the thread (a ResidentThread, or a thread that runs its "
           + "loop) alive for as long as actors or tasks use its executor.")
     }
+    guard let virtual else { return }
+    let held = virtual.takeRetainedValue()
+    // After the job is queued: a driver that then sees no resumption away finds it.
+    if held.virtualClock?.jobArrived() == true { held.wakeUp() }
   }
 
   /// This executor as an `UnownedSerialExecutor`, for an actor's `unownedExecutor`.
