@@ -478,10 +478,12 @@ extension RunLoopKitTests {
         let virtual = VirtualLoop()
         let ticker = virtual.asCurrent { ViewKeepingTicker(on: Loop.current) }
         let driving = Gate()
+        let neverOpened = Gate()
         _ = TestThread {
           try? virtual.loop.assumeIsolated().perform {
             driving.open()
-            sleep(30)  // holds the drive while the test thread uses the view
+            // Holds the drive while the test thread uses the view (the trap ends the process).
+            neverOpened.wait(seconds: 60)
           }
           virtual.runUntilIdle()
         }

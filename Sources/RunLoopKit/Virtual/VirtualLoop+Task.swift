@@ -41,7 +41,7 @@ extension VirtualLoop {
   ) throws -> Success {
     let outcome = VirtualTaskOutcome<Success>()
     let drive = VirtualTaskDrive(
-      self, mode: mode, waitingAtMost: limit, runningAtMost: budget, token: nil,
+      self, mode: mode, runningAtMost: budget, token: nil,
       outcome: outcome, body)
     return try virtualClock.driving(loop) { () throws -> Success in
       while true {
@@ -81,7 +81,7 @@ extension VirtualLoop {
     defer { virtualClock.release(token) }
     let outcome = VirtualTaskOutcome<Success>()
     let drive = VirtualTaskDrive(
-      self, mode: mode, waitingAtMost: limit, runningAtMost: budget, token: token,
+      self, mode: mode, runningAtMost: budget, token: token,
       outcome: outcome, body)
     return try await withTaskCancellationHandler {
       var waitingSince: LoopClock.Instant?

@@ -110,12 +110,6 @@ public final class VirtualLoop: Sendable {
   public func advance(to target: LoopClock.Instant, in mode: Loop.Mode = .default) {
     Loop.requireRunnable(mode, for: "VirtualLoop.advance")
     let work = loop.workDone
-    advanceDriving(to: target, in: mode)
-    if loop.workDone == work { strayTimers.callDidNothing("advance") }
-  }
-
-  /// `advance(to:in:)` without the stray-timer check (runTask's steps).
-  func advanceDriving(to target: LoopClock.Instant, in mode: Loop.Mode) {
     virtualClock.driving(loop, horizon: max(target, now)) {
       while now < target {
         let (start, work) = (now, loop.workDone)
@@ -128,6 +122,7 @@ public final class VirtualLoop: Sendable {
       }
       runUntilIdleWhileDriving(mode)
     }
+    if loop.workDone == work { strayTimers.callDidNothing("advance") }
   }
 
   /// Runs blocks, signalled manual sources, ready descriptors and timers due now, pass after
@@ -231,7 +226,7 @@ public final class VirtualLoop: Sendable {
     }
   }
 
-  func runUntilIdleWhileDriving(_ mode: Loop.Mode) {
+  private func runUntilIdleWhileDriving(_ mode: Loop.Mode) {
     while true {
       let before = loop.workDone
       _ = loop.runMode(mode, until: now, returnAfterSourceHandled: false)

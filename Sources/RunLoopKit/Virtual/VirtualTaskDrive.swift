@@ -27,7 +27,6 @@ struct VirtualTaskDrive: Sendable {
 
   let virtual: VirtualLoop
   let mode: Loop.Mode
-  let limit: Duration
   /// When the call's real-time budget runs out.
   let giveUp: LoopClock.Instant
   /// The async `runTask`'s reservation of the loop, passed to each of its drives.
@@ -41,14 +40,13 @@ struct VirtualTaskDrive: Sendable {
   /// Checks the call, then starts `body` as a task preferring the loop's executor that leaves
   /// its result in `outcome`; its first job waits in the loop's queue until the loop is driven.
   init<Success: Sendable>(
-    _ virtual: VirtualLoop, mode: Loop.Mode, waitingAtMost limit: Duration,
-    runningAtMost budget: Duration, token: UInt64?, outcome: VirtualTaskOutcome<Success>,
+    _ virtual: VirtualLoop, mode: Loop.Mode, runningAtMost budget: Duration, token: UInt64?,
+    outcome: VirtualTaskOutcome<Success>,
     _ body: sending @escaping () async throws -> Success
   ) {
     Self.requireTaskMode(mode, on: virtual)
     self.virtual = virtual
     self.mode = mode
-    self.limit = limit
     self.token = token
     giveUp = LoopClock.Instant.now.advanced(by: budget)
     ended = outcome.end
