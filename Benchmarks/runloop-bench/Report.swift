@@ -169,12 +169,18 @@ extension Report {
           + "  (ratio \(fixed(split.ratio, 2))×)")
     }
     if let tracer {
-      print("\nLoopTracer cost: back-to-back passes, one manual source performed per pass\n")
+      print(
+        "\nLoopTracer and stall watch cost: back-to-back passes, one manual source performed "
+          + "per pass\n")
       let ratio = tracer.tracedNanosecondsPerPass / tracer.untracedNanosecondsPerPass
-      print("no tracer attached   \(fixed(tracer.untracedNanosecondsPerPass, 0)) ns per pass")
+      print("neither              \(fixed(tracer.untracedNanosecondsPerPass, 0)) ns per pass")
       print(
         "tracer attached      \(fixed(tracer.tracedNanosecondsPerPass, 0)) ns per pass "
           + "(\(fixed(ratio, 2))×, \(fixed(tracer.eventsPerPass, 1)) events per pass)")
+      let watchRatio = tracer.watchedNanosecondsPerPass / tracer.untracedNanosecondsPerPass
+      print(
+        "stall watch set      \(fixed(tracer.watchedNanosecondsPerPass, 0)) ns per pass "
+          + "(\(fixed(watchRatio, 2))×: each callout published for the watch's thread)")
     }
     printScaling()
     printTargets()

@@ -59,7 +59,7 @@ extension RunLoopKitTests {
       // [self performSelector:@selector(operationDidStart) onThread:[[self class]
       //   networkRequestThread] withObject:nil waitUntilDone:NO modes:modes]
       // AFNetworking's runLoopModes default to NSRunLoopCommonModes.
-      try NetworkThread.shared.loop.performAsSource(in: .common) {
+      try NetworkThread.shared.performAsSource(in: .common) {
         onThread.value = NetworkThread.shared.isCurrent
         ran.open()
       }

@@ -47,6 +47,7 @@ extension Loop {
     var taken = deliveries.isEmpty ? nil : takeHandlerLocked(deliveries[0], generation, in: mode)
     lock.unlock()
     let sink = deliveries.isEmpty ? nil : traceSink(mode.mode)
+    let watched = !deliveries.isEmpty && watchingStalls()
     var handled = false
     for index in deliveries.indices {
       let delivery = deliveries[index]
@@ -60,7 +61,12 @@ extension Loop {
         delivery.stale
         ? [.error, .invalidDescriptor] : DescriptorSource.events(fromEpoll: delivery.raw)
       let began = sink?.now
+      if watched {
+        calloutBoard.begin(
+          source.stallKind, label: source.stallLabel, mode: mode.mode, depth: frames.count)
+      }
       handler(source, events)
+      if watched { calloutBoard.end() }
       sink?.record(source.traceKind(events), since: began)
       // A stale report tells the source about its own misuse; it is not the source firing,
       // so it neither counts as a handled source nor ends a pass that stops after one.

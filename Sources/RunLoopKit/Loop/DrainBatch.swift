@@ -47,10 +47,26 @@ extension Loop {
 
     /// Runs every block held, in order, moving each out first so that it is released right
     /// after it ran (what it captured goes before the next block runs). Leaves the batch empty.
-    func runAll(on loop: Loop) {
+    func runAll(on loop: Loop, in mode: Mode) {
       let held = count
       count = 0
+      // Asked here rather than by the drain, whose prologue then stays as small as it was.
+      if loop.watchingStalls() {
+        runPublishing(held, on: loop, to: loop.calloutBoard, in: mode)
+        return
+      }
       for index in 0..<held { (base + index).move().run(on: loop) }
+    }
+
+    /// `runAll` with each block published as a callout for stall watches.
+    private func runPublishing(_ held: Int, on loop: Loop, to board: CalloutBoard, in mode: Mode) {
+      let depth = loop.frames.count
+      for index in 0..<held {
+        let block = (base + index).move()
+        board.begin(block.isExecutorJob ? .job : .block, label: nil, mode: mode, depth: depth)
+        block.run(on: loop)
+        board.end()
+      }
     }
 
     /// Appends `blocks`, in order (a drain that had to sort its blocks out puts back those

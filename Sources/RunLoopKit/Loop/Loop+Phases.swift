@@ -39,6 +39,7 @@ extension Loop {
     let sink = traceSink(mode.mode)
     sink?.record(.activity(activity))
     let observers = lock.withLock { mode.observers(of: activity) }
+    let watched = watchingStalls()
     for observer in observers {
       // Locked by hand: a closure handed out of the generic `withLock` is re-abstracted, which
       // allocates a thunk on every call.
@@ -47,7 +48,11 @@ extension Loop {
       lock.unlock()
       guard let handler else { continue }
       let began = sink?.now
+      if watched {
+        calloutBoard.begin(.observer(activity), label: nil, mode: mode.mode, depth: frames.count)
+      }
       handler(observer, activity)
+      if watched { calloutBoard.end() }
       sink?.record(.observer(activity, order: observer.order), since: began)
       lock.withLock { observer.isFiring = false }
       if !observer.repeats { observer.invalidate() }
@@ -103,7 +108,7 @@ extension Loop {
       let sink = traceSink(mode.mode)
       let began = sink?.now
       let count = batch.count
-      batch.runAll(on: self)
+      batch.runAll(on: self, in: mode.mode)
       sink?.record(.blocks(count: count), since: began)
     }
     // Keeps a modest buffer for the next drain; a huge one (after a flood) is let go.
@@ -177,6 +182,7 @@ extension Loop {
     if mode.quietManualSignals == signals { return false }
     // Taken before the lock (it takes the lock itself when a tracer is attached).
     let sink = traceSink(mode.mode)
+    let watched = watchingStalls()
     lock.lock()
     mode.manualLooks += 1
     takeSignalInboxLocked()
@@ -194,7 +200,11 @@ extension Loop {
       counters.sourcesHandled += 1
       lock.unlock()
       let began = sink?.now
+      if watched {
+        calloutBoard.begin(.manualSource, label: source.label, mode: mode.mode, depth: frames.count)
+      }
       perform()
+      if watched { calloutBoard.end() }
       sink?.record(.manualSource(source.traceName), since: began)
       handled = true
       if onlyOne { break }

@@ -10,6 +10,7 @@ extension Loop {
   /// accepted have run by then (`runAcceptedWorkBeforeExit`, which also made `perform`
   /// throw from then on), so no block is lost without its poster knowing.
   func tearDown() {
+    for watch in calloutBoard.close() { watch.loopEnded() }
     let (callouts, items, retired) = lock.withLock { () -> ([Callout], [any LoopItem], [Any]) in
       tornDown = true
       posted.refuse(.closed)

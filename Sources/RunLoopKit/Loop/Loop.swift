@@ -167,6 +167,8 @@ public final class Loop: @unchecked Sendable {  // every mutable field is guarde
   /// adds the time since to `timeRunning` and `timeAsleep`, so a loop that never returns
   /// from `run` (a resident thread's) still reports true figures.
   @exclusivity(unchecked) var outermostRunStart: LoopClock.Instant?
+  /// The callout the loop's thread is in, for stall watches (`watchStalls`).
+  let calloutBoard = CalloutBoard()
   /// The attached `LoopTracer`, if any, and the token of that attach.
   @exclusivity(unchecked) var tracer: LoopTracer?
   @exclusivity(unchecked) var tracerToken: UInt64 = 0

@@ -158,6 +158,18 @@ final class ResidentThreadCore: @unchecked Sendable {  // mutable state guarded 
     }
   }
 
+  /// `ResidentThread.performAsSource`: queued while the thread accepts work, or `.stopped`
+  /// (checked under the lock `stop()` takes, so an accepted block is queued before the stop's
+  /// own block, and runs).
+  func performAsSource(
+    _ block: sending @escaping () -> Void, in modes: [Loop.Mode]
+  ) throws(LoopError) {
+    lock.lock()
+    defer { lock.unlock() }
+    guard state == .running, let storedLoop else { throw .stopped(thread: name) }
+    try storedLoop.performAsSource(in: modes, block)
+  }
+
   /// Adds a hook for the thread's end, or throws once `stop()` was called (checked under the
   /// lock `stop()` takes, so a hook is either refused or run).
   func addStopHook(_ hook: @escaping () -> Void) throws(LoopError) {

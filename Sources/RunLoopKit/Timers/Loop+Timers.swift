@@ -61,6 +61,7 @@ extension Loop {
       return list
     }
     let sink = candidates.isEmpty ? nil : traceSink(mode.mode)
+    let watched = !candidates.isEmpty && watchingStalls()
     for timer in candidates {
       // Locked by hand: a handler returned through the generic `withLock` is re-wrapped in a
       // thunk, an allocation per callout.
@@ -70,7 +71,11 @@ extension Loop {
       guard let (firedAt, handler) = begun else { continue }
       TestPausePoint.reach(.timerAboutToFire, by: timer)
       let began = sink?.now
+      if watched {
+        calloutBoard.begin(.timer, label: timer.label, mode: mode.mode, depth: frames.count)
+      }
       handler(timer)
+      if watched { calloutBoard.end() }
       if let sink, let began {
         sink.record(
           .timer(timer.traceName, lateness: firedAt.duration(to: began)), since: began)
