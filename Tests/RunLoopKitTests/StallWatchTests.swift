@@ -173,6 +173,22 @@ extension RunLoopKitTests {
     }
 
     @Test(
+      "120. A handler holding its own watch, never cancelled, is let go when the loop's thread exits"
+    )
+    func selfHoldingWatchLetGoAtExit() throws {
+      let released = Box(false)
+      try onLoopThread { loop in
+        let own = Box<Loop.StallWatch?>(nil)
+        let marker = ReleaseMarker(released)
+        own.value = try loop.watchStalls(longerThan: .seconds(60)) { _ in
+          _ = marker
+          _ = own.value
+        }
+      }
+      #expect(waitUntil(seconds: 10) { released.value }, "the handler was let go")
+    }
+
+    @Test(
       "120. A watch whose handle was dropped ends with the loop's thread, which does not wait for a handler still running"
     )
     func droppedWatchDoesNotHoldTheLoopsExit() throws {

@@ -2,15 +2,17 @@ import Synchronization
 
 /// Which callout a loop's thread is in, published for stall watches (`Loop.watchStalls`).
 ///
-/// The loop's thread writes it only while a watch is set: each phase reads `active` once (a
-/// relaxed load, all an unwatched loop pays), and when it is set brackets every callout with
-/// `begin`/`end` and every kernel wait with `waitBegins`/`waitEnds`. Nested runs push onto
+/// The loop's thread publishes only while a watch is set: each phase reads `active` once (a
+/// relaxed load), and when it is set brackets every callout with `begin`/`end`; a wait inside
+/// a published callout is bracketed with `waitBegins`/`waitEnds` (an unwatched loop pays one
+/// plain load of `openCallouts` per wait for that). A callout published under a watch since
+/// cancelled still ends here. Nested runs push onto
 /// the stack; the top entry is what runs now, unless the loop waits (a nested run asleep is
 /// not stuck). Progress is any begin, end or wake: a stall is a stretch past a threshold
 /// without any, inside a callout. A wait is published only inside a published callout, so
 /// one that began under a watch since cancelled is still seen asleep. Callouts that began
 /// before a watch was set, or earlier in the phase that was running then, are not seen.
-final class CalloutBoard: @unchecked Sendable {  // every field but `active` is guarded by `lock`
+final class CalloutBoard: @unchecked Sendable {  // `lock` guards all but `active`, `openCallouts`
   struct Entry {
     let callout: UInt64
     let kind: Loop.Stall.Kind
@@ -83,25 +85,27 @@ final class CalloutBoard: @unchecked Sendable {  // every field but `active` is 
 
   // MARK: The watches' threads
 
-  /// What `watch` should report now, if anything, and when it should look next; nil once the
-  /// watch is no longer on the board (cancelled, or the loop's thread has exited).
-  func look(
-    for watch: Loop.StallWatch, at now: LoopClock.Instant
-  ) -> (stall: Loop.Stall?, next: LoopClock.Instant)? {
-    lock.withLock { () -> (stall: Loop.Stall?, next: LoopClock.Instant)? in
+  /// Queues the report `watch` should make now, if any, and returns when it should look next;
+  /// nil once the watch is no longer on the board (cancelled, or the loop's thread exited).
+  func look(for watch: Loop.StallWatch, at now: LoopClock.Instant) -> LoopClock.Instant? {
+    lock.withLock { () -> LoopClock.Instant? in
       guard watches.contains(where: { $0 === watch }) else { return nil }
       // Not in a callout, or asleep in a nested run: nothing can be stuck yet. A callout
       // that begins right after this look is at most `threshold` old at the next.
       guard let top = entries.indices.last, !waiting else {
-        return (nil, now.advanced(by: watch.threshold))
+        return now.advanced(by: watch.threshold)
       }
       let stuckUntil = lastProgress.advanced(by: watch.threshold)
-      guard stuckUntil <= now else { return (nil, stuckUntil) }
+      guard stuckUntil <= now else { return stuckUntil }
       guard !entries[top].reportedTo.contains(where: { $0 === watch }) else {
-        return (nil, now.advanced(by: watch.threshold))
+        return now.advanced(by: watch.threshold)
       }
       entries[top].reportedTo.append(watch)
-      return (entries[top].stall(at: now, ended: false), now.advanced(by: watch.threshold))
+      // Queued before the lock goes, so the callout's end (queued by `end` once it has the
+      // lock) cannot be told first. The queue is the watch thread's; nothing that holds its
+      // loop's lock takes this one.
+      watch.tell(entries[top].stall(at: now, ended: false))
+      return now.advanced(by: watch.threshold)
     }
   }
 

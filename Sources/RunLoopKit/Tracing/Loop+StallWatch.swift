@@ -7,7 +7,7 @@ extension Loop {
   /// run; once per callout, while it still runs (`hasEnded` false, `duration` so far), and
   /// once more when it returns (`hasEnded` true, `duration` its total), in that order, on the
   /// watch's thread. A callout that began before the watch was set (or earlier in the phase
-  /// under way then) is not reported, nor those of the final drain at the thread's exit.
+  /// under way then) is not reported, nor the final drain's own at the thread's exit.
   /// Delayed blocks (`perform(after:)`) and `loop.sleep` are timers, labelled so. Time is
   /// real time, on a `VirtualLoop`'s loop too.
   ///
@@ -15,7 +15,7 @@ extension Loop {
   /// watch thread's wake-up; a watch costs that thread one wake per `threshold` while the
   /// loop is idle or busy with short callouts, and the loop's thread two clock reads and two
   /// locks per callout (see the bench's `--only tracer` row). Without a watch a pass pays one
-  /// relaxed load per phase. Several watches may be set on one loop.
+  /// relaxed load per phase and a plain one per wait. Several watches may be set on one loop.
   ///
   /// - Returns: the watch; it lasts until its `cancel()` or the loop's thread exits.
   /// - Throws: `LoopError.invalidArgument` for a threshold not greater than zero,
@@ -47,8 +47,7 @@ extension Loop {
   }
 
   /// Whether a phase publishes its callouts on `calloutBoard`: asked once per phase, like
-  /// `traceSink`; without a watch this relaxed load is all watching costs (a Bool, not the
-  /// board, so the phase holds no reference to release).
+  /// `traceSink` (a Bool, not the board, so the phase holds no reference to release).
   @inline(__always)
   func watchingStalls() -> Bool { calloutBoard.active.load(ordering: .relaxed) }
 }

@@ -43,7 +43,8 @@ extension Loop {
     public func cancel() {
       board.remove(self)
       thread.stop()
-      if thread.isCurrent {
+      // Its own thread, in the handler or in the thread's exit (where `isCurrent` is false).
+      if thread.isCurrent || thread.core.isOwnPthread {
         thread.core.detach()
       } else {
         try? thread.join()
@@ -70,11 +71,10 @@ extension Loop {
     }
 
     private func look(_ timer: LoopTimer) {
-      guard let (stall, next) = board.look(for: self, at: .now) else {
+      guard let next = board.look(for: self, at: .now) else {
         timer.invalidate()
         return
       }
-      if let stall { tell(stall) }
       timer.fireDate = next
     }
 
@@ -85,8 +85,11 @@ extension Loop {
       try? thread.perform { [self] in handler.withLock { $0 }?(stall) }
     }
 
-    /// At the loop's teardown: the thread ends (no join: see `deinit`).
+    /// At the loop's teardown: the thread ends (no join: see `deinit`) once it has told the
+    /// reports already queued, and then lets the handler go, so that a handler holding its
+    /// own watch does not keep the two alive.
     func loopEnded() {
+      try? thread.perform { [self] in handler.withLock { $0 = nil } }
       thread.stop()
       thread.core.detach()
     }

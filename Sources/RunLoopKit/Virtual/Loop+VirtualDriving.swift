@@ -56,6 +56,10 @@ extension Loop {
       return false
     }
     guard waits else { return true }
+    // Asleep in real time, inside a callout maybe (`runUntil` in a block): not a stall.
+    let published = calloutBoard.openCallouts > 0
+    if published { calloutBoard.waitBegins() }
+    defer { if published { calloutBoard.waitEnds() } }
     let timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
     let found = (try? epoll.wait(timeoutNanoseconds: timeout)) ?? 1
     lock.withLock {
