@@ -303,9 +303,10 @@ extension RunLoopKitTests {
           return await withTaskCancellationHandler {
             await withUnsafeContinuation { waiter.value = $0 }
           } onCancel: {
-            // The answer to the cancellation comes from another thread, later.
+            // The answer to the cancellation comes from another thread, once the drive
+            // waits for it.
             try? helper.perform {
-              usleep(30_000)
+              _ = waitUntil(seconds: 10) { loop.isWaiting }
               try? loop.perform { waiter.value?.resume(returning: -1) }
             }
           }
@@ -326,11 +327,12 @@ extension RunLoopKitTests {
       let helper = try ResidentThread(name: "helper")
       defer { helper.stop() }
       let value = try virtual.runTask { () -> Int in
-        // Another thread answers after a real pause; the virtual clock does not move for it.
+        // Another thread answers once runTask waits for it in real time; the virtual clock
+        // does not move for it.
         try await withUnsafeThrowingContinuation { continuation in
           do {
             try helper.perform {
-              usleep(20_000)
+              _ = waitUntil(seconds: 10) { loop.isWaiting }
               do {
                 try loop.perform { continuation.resume(returning: 42) }
               } catch {
@@ -358,14 +360,17 @@ extension RunLoopKitTests {
       }
       #expect(times == expectedAttemptTimes)
 
+      let (started, start) = AsyncStream<Void>.makeStream()
       let waiting = Task {
         try await virtual.runTask(waitingAtMost: .seconds(30)) { () -> Bool in
           let (stream, _) = AsyncStream<Int>.makeStream()
+          start.yield()
           for await _ in stream {}
           return Task.isCancelled
         }
       }
-      try await Task.sleep(for: .milliseconds(20))
+      // Cancelled once the body runs on the loop, not before.
+      for await _ in started { break }
       waiting.cancel()
       #expect(try await waiting.value, "the body saw its cancellation")
     }
