@@ -138,11 +138,8 @@ extension RunLoopKitTests {
         "Sources/RunLoopKit/RunLoopKit.docc/PortingDarwinRunLoopCode.md")
       let snippets = ReadmeSnippets.swiftSnippets(in: article)
       #expect(snippets.count >= 6, "the article's Swift snippets were not found")
-      let tests = try PackageFiles.files(under: ["Tests"]).filter { $0.pathExtension == "swift" }
-        .map { ReadmeSnippets.codeLines(try String(contentsOf: $0, encoding: .utf8)) }
-      for snippet in snippets {
-        let found = tests.contains { ReadmeSnippets.contains($0, snippet) }
-        #expect(found, "no test holds the article's snippet that starts \"\(snippet.first ?? "")\"")
+      for snippet in try ReadmeSnippets.notInTests(snippets) {
+        Issue.record("no test holds the article's snippet that starts \"\(snippet.first ?? "")\"")
       }
     }
   }

@@ -127,11 +127,8 @@ extension RunLoopKitTests {
         $0.first != "// swift-clocks, for comparison"
       }
       #expect(snippets.count >= 10, "the article's Swift snippets were not found")
-      let tests = try PackageFiles.files(under: ["Tests"]).filter { $0.pathExtension == "swift" }
-        .map { ReadmeSnippets.codeLines(try String(contentsOf: $0, encoding: .utf8)) }
-      for snippet in snippets {
-        let found = tests.contains { ReadmeSnippets.contains($0, snippet) }
-        #expect(found, "no test holds the article's snippet that starts \"\(snippet.first ?? "")\"")
+      for snippet in try ReadmeSnippets.notInTests(snippets) {
+        Issue.record("no test holds the article's snippet that starts \"\(snippet.first ?? "")\"")
       }
     }
 

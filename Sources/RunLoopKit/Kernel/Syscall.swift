@@ -43,14 +43,13 @@ enum Syscall {
   static func readAvailable(
     _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer
   ) throws(LoopError) -> Int? {
-    while true {
-      let count = read(fd, buffer.baseAddress, buffer.count)
-      if count >= 0 { return count }
-      let code = crl_errno()
-      if code == EINTR { continue }
-      if code == EAGAIN { return nil }
-      throw .system(SystemError(operation: "read", subject: "fd \(fd)", errno: code))
+    var count = 0
+    // `read`'s count is an Int: kept aside, with only its sign handed to the retry loop.
+    let read = try readNonBlocking("read", on: "fd \(fd)") {
+      count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+      return count < 0 ? -1 : 0
     }
+    return read ? count : nil
   }
 
   /// Writes `text` to standard error (fd 2) whole, for diagnostics; a failed write is

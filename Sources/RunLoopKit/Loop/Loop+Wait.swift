@@ -62,11 +62,10 @@ extension Loop {
   func waitForEvents(
     in mode: ModeState, until deadline: LoopClock.Instant?, poll: Bool
   ) -> WakeResult {
-    // A nested run that waits inside a published callout is not stuck: a stall watch is
-    // told (a look that does not sleep is not a wait).
-    let watched = !poll && calloutBoard.openCallouts > 0
-    if watched { calloutBoard.waitBegins() }
-    defer { if watched { calloutBoard.waitEnds() } }
+    // A nested run that waits inside a callout is not stuck: a stall watch is told (a look
+    // that does not sleep is not a wait).
+    let published = !poll && calloutBoard.waitBeginsIfPublished()
+    defer { if published { calloutBoard.waitEnds() } }
     if let virtualClock {
       return waitVirtually(in: mode, until: deadline, poll: poll, on: virtualClock)
     }

@@ -2,16 +2,13 @@ import Synchronization
 
 /// Which callout a loop's thread is in, published for stall watches (`Loop.watchStalls`).
 ///
-/// The loop's thread publishes only while a watch is set: each phase reads `active` once (a
-/// relaxed load), and when it is set brackets every callout with `begin`/`end`; a wait inside
-/// a published callout is bracketed with `waitBegins`/`waitEnds` (an unwatched loop pays one
-/// plain load of `openCallouts` per wait for that). A callout published under a watch since
-/// cancelled still ends here. Nested runs push onto
-/// the stack; the top entry is what runs now, unless the loop waits (a nested run asleep is
-/// not stuck). Progress is any begin, end or wake: a stall is a stretch past a threshold
-/// without any, inside a callout. A wait is published only inside a published callout, so
-/// one that began under a watch since cancelled is still seen asleep. Callouts that began
-/// before a watch was set, or earlier in the phase that was running then, are not seen.
+/// While a watch is set, the loop's thread brackets every callout with `begin`/`end` (each
+/// phase reads `active` once, a relaxed load, to know), and nested runs push onto the stack:
+/// the top entry is what runs now. A wait inside a published callout is bracketed too
+/// (`waitBeginsIfPublished`), so a nested run asleep is not stuck. Progress is any begin, end
+/// or wake; a stall is a stretch past a threshold without any, inside a callout. Callouts
+/// that began before a watch was set, or earlier in the phase under way then, are not seen;
+/// one published under a watch since cancelled still ends here.
 final class CalloutBoard: @unchecked Sendable {  // `lock` guards all but `active`, `openCallouts`
   struct Entry {
     let callout: UInt64
@@ -69,10 +66,15 @@ final class CalloutBoard: @unchecked Sendable {  // `lock` guards all but `activ
     for watch in entry.reportedTo { watch.tell(stall) }
   }
 
-  func waitBegins() {
+  /// Marks the loop asleep when it waits inside a published callout (a plain load otherwise,
+  /// all an unwatched wait pays); returns whether it did, for `waitEnds`.
+  @inline(__always)
+  func waitBeginsIfPublished() -> Bool {
+    guard openCallouts > 0 else { return false }
     lock.lock()
     waiting = true
     lock.unlock()
+    return true
   }
 
   func waitEnds() {

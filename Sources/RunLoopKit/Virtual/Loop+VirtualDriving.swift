@@ -57,8 +57,7 @@ extension Loop {
     }
     guard waits else { return true }
     // Asleep in real time, inside a callout maybe (`runUntil` in a block): not a stall.
-    let published = calloutBoard.openCallouts > 0
-    if published { calloutBoard.waitBegins() }
+    let published = calloutBoard.waitBeginsIfPublished()
     defer { if published { calloutBoard.waitEnds() } }
     let timeout = max(0, LoopClock.Instant.now.duration(to: deadline).saturatedNanoseconds)
     let found = (try? epoll.wait(timeoutNanoseconds: timeout)) ?? 1
